@@ -1,0 +1,44 @@
+// The hyper-parameters of a Llama-family decoder (llama: Llama 2/3, Mistral, TinyLlama;
+// qwen2: the same with Q/K/V biases), read from GGUF metadata or a Hugging Face config.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace pinfer {
+
+class GgufFile;
+
+// Which elements RoPE rotates together. GGUF "llama" files use adjacent pairs (x[2i], x[2i+1]);
+// Hugging Face checkpoints and GGUF "qwen2" rotate halves (x[i], x[i + head_dim/2]).
+enum class RopeStyle { kAdjacentPairs, kHalves };
+
+struct ModelConfig {
+  std::string arch = "llama";  // "llama" | "qwen2"
+  std::string name;            // general.name or the folder name
+  int n_vocab = 0;
+  int dim = 0;          // residual width (embedding length)
+  int n_ff = 0;         // feed-forward width
+  int n_layers = 0;
+  int n_heads = 0;      // query heads
+  int n_kv_heads = 0;   // key/value heads (grouped-query attention when < n_heads)
+  int head_dim = 0;     // dim / n_heads unless the file says otherwise
+  int context_length = 0;  // trained context the file states
+  float rms_eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  RopeStyle rope_style = RopeStyle::kAdjacentPairs;
+  bool qkv_bias = false;         // qwen2
+  bool tied_embeddings = false;  // output projection reuses token_embd
+
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+  // Checks the shape is self-consistent (positive sizes, n_heads % n_kv_heads == 0, ...).
+  absl::Status Validate() const;
+};
+
+// From GGUF metadata ({arch}.embedding_length, ...). Errors name the missing or bad key.
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
+
+}  // namespace pinfer

@@ -1,0 +1,111 @@
+// The KV cache: a pool of fixed-size blocks of token slots, handed to sequences on demand
+// through per-sequence block tables (paged), or one max_model_len block per sequence reserved
+// when it starts (contiguous, as a static cache does). Both layouts share this class, the
+// storage layout and the attention code, so for a fixed KV format they give identical logits.
+//
+// Storage of block b (block_bytes() bytes): [layer][k=0 | v=1][slot][row_bytes()]
+// where a row holds one token's kv_heads x head_dim values of one layer in the KV format.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kvcache/kv_dtype.h"
+#include "kvcache/occupancy.h"
+
+namespace pinfer {
+
+using SeqId = int64_t;
+
+enum class KvLayout { kPaged, kContiguous };
+absl::StatusOr<KvLayout> ParseKvLayout(std::string_view name);  // "paged" | "contiguous"
+std::string_view KvLayoutName(KvLayout l);
+
+struct KvCacheConfig {
+  int n_layers = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  KvDtype dtype = KvDtype::kF16;
+  KvLayout layout = KvLayout::kPaged;
+  int block_size = 16;         // token slots per block, 8..256 (paged; contiguous uses max_model_len)
+  int max_model_len = 2048;    // longest sequence, prompt and output together
+  int max_num_seqs = 256;      // live sequences at once
+  int64_t num_blocks = 0;      // pool size in blocks, or (when 0)
+  uint64_t pool_bytes = 0;     // pool size in bytes, rounded down to whole blocks
+  bool prefix_caching = true;  // paged only
+};
+
+// Where block bytes live. The CPU backend uses host memory; a device backend supplies its own
+// (same layout) and the cache only does the accounting and asks it to copy blocks.
+class KvStorage {
+ public:
+  virtual ~KvStorage() = default;
+  virtual uint8_t* base() = 0;  // nullptr when not host-addressable
+  virtual void CopyBlock(int32_t src, int32_t dst) = 0;
+};
+
+class KvCache {
+ public:
+  // Validates the config (clear errors: block size range, formats that do not fit the row,
+  // a pool smaller than one block). storage == nullptr: allocate host memory for the pool.
+  static absl::StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheConfig& config,
+                                                         std::unique_ptr<KvStorage> storage = nullptr);
+  // Host storage of num_blocks x block_bytes (what Create uses when given none).
+  static std::unique_ptr<KvStorage> HostStorage(const KvCacheConfig& config, int64_t num_blocks);
+
+  ~KvCache();
+
+  // Geometry.
+  const KvCacheConfig& config() const { return config_; }
+  int block_size() const;           // slots per block (max_model_len when contiguous)
+  int64_t num_blocks() const;
+  size_t row_bytes() const;         // one token, one layer, keys or values
+  size_t block_bytes() const;
+  size_t bytes_per_token() const;   // 2 x layers x row_bytes
+
+  // Sequences. Every error leaves the cache as it was.
+  absl::Status AddSequence(SeqId id);  // AlreadyExists, or ResourceExhausted past max_num_seqs
+  bool HasSequence(SeqId id) const;
+  // Before the first Append: take the cached full blocks that begin `prompt`; returns the
+  // tokens they cover (a multiple of the block size, leaving at least one prompt token to
+  // compute). 0 when prefix caching is off or nothing matches.
+  int MatchPrefix(SeqId id, std::span<const int32_t> prompt);
+  // Blocks an Append of n more tokens would take from the pool (copy-on-write included).
+  int64_t BlocksNeeded(SeqId id, int n) const;
+  int64_t NumFreeBlocks() const;  // free plus evictable cached blocks
+  // Reserves slots for `tokens` after the sequence's current end. FailedPrecondition past
+  // max_model_len, ResourceExhausted when the pool is out of blocks.
+  absl::Status Append(SeqId id, std::span<const int32_t> tokens);
+  // The first n tokens now hold computed K/V: their full blocks become prefix-cache entries.
+  void MarkComputed(SeqId id, int n);
+  // The child shares all of the parent's blocks; a shared partly filled block is copied
+  // when either side next appends into it.
+  absl::Status Fork(SeqId parent, SeqId child);
+  // Drops the sequence; its blocks return to the pool (cached ones stay evictable).
+  void Free(SeqId id);
+  int num_tokens(SeqId id) const;
+  std::span<const int32_t> BlockTable(SeqId id) const;
+
+  // Addressing (host storage only).
+  uint8_t* Row(int32_t block, int layer, int kv, int slot);
+  const uint8_t* Row(int32_t block, int layer, int kv, int slot) const;
+  // The row of token `pos` of sequence `id`.
+  uint8_t* TokenRow(SeqId id, int pos, int layer, int kv);
+  const uint8_t* TokenRow(SeqId id, int pos, int layer, int kv) const;
+
+  OccupancyReport Report() const;
+
+  class Impl;
+
+ private:
+  KvCache(KvCacheConfig config, std::unique_ptr<Impl> impl);
+  KvCacheConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pinfer

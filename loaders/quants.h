@@ -1,0 +1,93 @@
+// Quantized block formats with the bit layout llama.cpp uses in GGUF files, their row
+// dequantization, reference quantization, and dot products against float vectors.
+//
+// Every function works on a row of n values (n a multiple of the type's block size; callers
+// check this with GgmlRowBytes before calling) and never allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "loaders/ggml_types.h"
+
+namespace pinfer {
+
+constexpr int kQK4_0 = 32, kQK4_1 = 32, kQK5_0 = 32, kQK5_1 = 32, kQK8_0 = 32;
+constexpr int kQK_K = 256;        // super-block size of the K-quants
+constexpr int kKScaleBytes = 12;  // packed 6-bit scales and mins of Q4_K / Q5_K
+
+// x = d * (q - 8), q in 0..15; low nibbles hold values 0..15, high nibbles 16..31.
+struct BlockQ4_0 {
+  uint16_t d;  // fp16 scale
+  uint8_t qs[kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block is 18 bytes");
+
+// x = d * q + m, q in 0..15.
+struct BlockQ4_1 {
+  uint16_t d, m;  // fp16 scale and min
+  uint8_t qs[kQK4_1 / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block is 20 bytes");
+
+// x = d * (q - 16), q 5 bits: low 4 in qs (as Q4_0), the 5th bit of value j in bit j of qh.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK5_0 / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block is 22 bytes");
+
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kQK5_1 / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "Q5_1 block is 24 bytes");
+
+// x = d * q, q int8.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQK8_0];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block is 34 bytes");
+
+// 256 values in 8 sub-blocks of 32; x = d * sc[j] * q - dmin * m[j], 6-bit sc/m packed in scales.
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block is 144 bytes");
+
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kQK_K / 8];
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block is 176 bytes");
+
+// 256 values in 16 sub-blocks of 16; x = d * scales[j] * (q - 32), q 6 bits (4 in ql, 2 in qh).
+struct BlockQ6_K {
+  uint8_t ql[kQK_K / 2];
+  uint8_t qh[kQK_K / 4];
+  int8_t scales[kQK_K / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
+
+// src: one row of type t holding n values -> dst[n] floats.
+void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
+
+// src[n] floats -> one row of type t (round-to-nearest reference quantizers, as llama.cpp's
+// *_ref functions choose scales, so a file we quantize matches one quantized without imatrix).
+void QuantizeRow(GgmlType t, const float* src, void* dst, int64_t n);
+
+// sum_i dequant(row)[i] * x[i] for one row of type t with n values; AVX2 where it helps.
+float DotRow(GgmlType t, const void* row, const float* x, int64_t n);
+
+// Plain float dot product of n values (AVX2 + FMA on x86-64-v3).
+float DotF32(const float* a, const float* b, int64_t n);
+
+}  // namespace pinfer

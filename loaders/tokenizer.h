@@ -1,0 +1,78 @@
+// Tokenizers built from a model's vocabulary: SentencePiece-style ("llama": scores, byte
+// fallback, dummy prefix) and byte-level BPE ("gpt2": merges, with a named pre-tokenizer).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace pinfer {
+
+class GgufFile;
+
+// Token attribute ids as GGUF's tokenizer.ggml.token_type stores them.
+enum class TokenType : int32_t {
+  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+};
+
+struct TokenizerSpec {
+  enum class Kind { kSentencePiece, kBytePairGpt2 };
+  Kind kind = Kind::kSentencePiece;
+  std::vector<std::string> tokens;   // id -> piece as stored ("▁the", "<0x0A>", "Ġthe")
+  std::vector<float> scores;         // SentencePiece merge priority (empty for BPE)
+  std::vector<TokenType> types;      // empty means all kNormal
+  std::vector<std::string> merges;   // BPE: "a b" in priority order
+  std::string pre = "default";       // BPE pre-tokenizer: "llama-bpe"/"llama3", "qwen2", "gpt2", "default"
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+  std::vector<int32_t> eog_ids;      // end-of-generation ids besides eos (eot, im_end, ...)
+  bool add_bos = true;
+  bool add_eos = false;
+  bool add_space_prefix = true;      // SentencePiece dummy prefix
+};
+
+class Tokenizer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
+  // tokenizer.ggml.* keys of a GGUF file.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& file);
+  virtual ~Tokenizer() = default;
+
+  // add_special: BOS (and EOS) as the spec says. parse_special: text like "<|im_start|>" that
+  // spells a control/user-defined token becomes that token instead of being split.
+  virtual std::vector<int32_t> Encode(std::string_view text, bool add_special,
+                                      bool parse_special = false) const = 0;
+  // The bytes a token stands for (byte tokens resolved, "▁" / "Ġ" mapped back), no stripping.
+  virtual std::string TokenBytes(int32_t id) const = 0;
+
+  const TokenizerSpec& spec() const { return spec_; }
+  int32_t n_vocab() const { return (int32_t)spec_.tokens.size(); }
+  int32_t bos() const { return spec_.bos_id; }
+  int32_t eos() const { return spec_.eos_id; }
+  bool IsEndOfGeneration(int32_t id) const;
+  bool IsControl(int32_t id) const;
+
+ protected:
+  explicit Tokenizer(TokenizerSpec spec) : spec_(std::move(spec)) {}
+  TokenizerSpec spec_;
+};
+
+// Turns generated ids into printable text: emits only complete UTF-8 characters (holding a
+// partial character until the token that completes it), drops control tokens, and removes
+// the dummy-prefix space of the first piece after BOS as SentencePiece decoding does.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  std::string Push(int32_t id);  // text now complete (may be empty)
+  std::string Flush();           // whatever is held (invalid bytes become U+FFFD)
+
+ private:
+  const Tokenizer& tok_;
+  std::string pending_;
+  int32_t prev_ = -1;
+};
+
+}  // namespace pinfer

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pagedinfer needs (when missing), then configures and builds
+# into ./build. Idempotent; runs as root (or through sudo) without prompts.
+#   scripts/setup.sh            install + configure + build (Release)
+#   BUILD_DIR=out scripts/setup.sh   build elsewhere
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+packages=(cmake ninja-build g++ pkg-config libabsl-dev libeigen3-dev libgtest-dev libgmock-dev
+  googletest libbenchmark-dev libcpp-httplib-dev nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+echo "setup: built $BUILD_DIR/pagedinfer"
