@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "loaders/absl_compat.h"
 
 namespace pinfer {
 namespace {
@@ -61,10 +62,10 @@ absl::StatusOr<GgmlType> ParseGgmlType(std::string_view name) {
   for (const Entry& e : kTypes) {
     if (!e.info.supported) continue;
     if (e.info.name == upper) return e.type;
-    absl::StrAppend(&accepted, accepted.empty() ? "" : ", ", e.info.name);
+    absl::StrAppend(&accepted, accepted.empty() ? "" : ", ", Sv(e.info.name));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown tensor type '", name, "'; accepted: ", accepted));
+      absl::StrCat("unknown tensor type '", Sv(name), "'; accepted: ", accepted));
 }
 
 }  // namespace pinfer
