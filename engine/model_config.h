@@ -19,12 +19,12 @@ struct ModelConfig {
   std::string arch = "llama";  // "llama" | "qwen2"
   std::string name;            // general.name or the folder name
   int n_vocab = 0;
-  int dim = 0;          // residual width (embedding length)
-  int n_ff = 0;         // feed-forward width
+  int dim = 0;   // residual width (embedding length)
+  int n_ff = 0;  // feed-forward width
   int n_layers = 0;
-  int n_heads = 0;      // query heads
-  int n_kv_heads = 0;   // key/value heads (grouped-query attention when < n_heads)
-  int head_dim = 0;     // dim / n_heads unless the file says otherwise
+  int n_heads = 0;         // query heads
+  int n_kv_heads = 0;      // key/value heads (grouped-query attention when < n_heads)
+  int head_dim = 0;        // dim / n_heads unless the file says otherwise
   int context_length = 0;  // trained context the file states
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;

@@ -122,7 +122,8 @@ std::string Args::Help() const {
     if (!f.is_switch) absl::StrAppend(&names, " V");
     absl::StrAppend(&out, "  ", names, std::string(names.size() < 26 ? 26 - names.size() : 1, ' '),
                     f.help);
-    if (!f.is_switch && !f.default_text.empty()) absl::StrAppend(&out, " (default ", f.default_text, ")");
+    if (!f.is_switch && !f.default_text.empty())
+      absl::StrAppend(&out, " (default ", f.default_text, ")");
     absl::StrAppend(&out, "\n");
   }
   if (!examples_.empty()) {

@@ -21,8 +21,8 @@ std::string ModelPath(const std::string& relative) {
 
 std::string TempDir(const std::string& tag) {
   std::random_device rd;
-  std::filesystem::path p = std::filesystem::temp_directory_path() /
-                            ("pagedinfer-" + tag + "-" + std::to_string(rd()));
+  std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("pagedinfer-" + tag + "-" + std::to_string(rd()));
   std::filesystem::create_directories(p);
   return p.string();
 }

@@ -17,10 +17,10 @@ std::string TempDir(const std::string& tag);
 }  // namespace pinfer::testing
 
 // Skips the current test, naming the folder, when a shared model file is absent.
-#define PINFER_REQUIRE_MODEL(var, relative)                                              \
-  std::string var = ::pinfer::testing::ModelPath(relative);                              \
-  if (var.empty()) {                                                                     \
-    GTEST_SKIP() << "model " << (relative) << " not found under "                        \
-                 << ::pinfer::testing::ModelsDir()                                       \
+#define PINFER_REQUIRE_MODEL(var, relative)                                                      \
+  std::string var = ::pinfer::testing::ModelPath(relative);                                      \
+  if (var.empty()) {                                                                             \
+    GTEST_SKIP() << "model " << (relative) << " not found under "                                \
+                 << ::pinfer::testing::ModelsDir()                                               \
                  << " (the ../shared/models folder beside the checkout, or $PAGEDINFER_MODELS)"; \
   }

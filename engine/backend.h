@@ -1,0 +1,41 @@
+// The interface between the engine (scheduler, KV accounting) and whatever runs the model's
+// arithmetic. The CPU backend is the reference; a device backend implements the same.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kvcache/kv_cache.h"
+
+namespace pinfer {
+
+// Tokens from one or more sequences, run through the model in one step.
+// Each sequence's tokens are contiguous and in position order, and the KV cache already has
+// slots for them (KvCache::Append); a token at position p attends to positions [0, p].
+struct ForwardBatch {
+  std::vector<int32_t> tokens;      // [n]
+  std::vector<int32_t> positions;   // [n]
+  std::vector<SeqId> seq_ids;       // [n]
+  std::vector<int32_t> logit_rows;  // indices into [0, n) whose logits are wanted, in order
+  int size() const { return static_cast<int>(tokens.size()); }
+  void Add(int32_t token, int32_t pos, SeqId seq, bool want_logits) {
+    if (want_logits) logit_rows.push_back(size());
+    tokens.push_back(token);
+    positions.push_back(pos);
+    seq_ids.push_back(seq);
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Writes each token's K/V into the cache and logits[logit_rows.size() x n_vocab].
+  virtual absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
+  // Bytes of working memory the backend holds for a step of max_tokens tokens.
+  virtual uint64_t WorkspaceBytes() const = 0;
+};
+
+}  // namespace pinfer

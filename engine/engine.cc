@@ -1,0 +1,332 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/cpu_backend.h"
+#include "engine/memory_ledger.h"
+#include "engine/model_plan.h"
+#include "engine/system_memory.h"
+#include "loaders/absl_compat.h"
+
+namespace pinfer {
+
+Engine::Engine(const Model& model, EngineConfig config) : model_(model), config_(config) {}
+Engine::~Engine() = default;
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, EngineConfig config,
+                                                       std::unique_ptr<Backend> backend,
+                                                       bool quiet) {
+  const ModelConfig& mc = model.config();
+  if (config.max_model_len <= 0) config.max_model_len = std::min(mc.context_length, 4096);
+  if (config.max_num_seqs < 1 || config.max_num_batched_tokens < config.max_num_seqs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_num_batched_tokens (", config.max_num_batched_tokens,
+        ") must be at least max_num_seqs (", config.max_num_seqs, "), which must be at least 1"));
+  }
+  // The ledger: weights, workspace and reserve come off the budget; the KV pool is the rest.
+  auto input = PlanInputFromModel(model);
+  if (!input.ok()) return input.status();
+  LedgerOptions opt;
+  opt.kv_dtype = config.kv_dtype;
+  opt.block_size =
+      config.kv_layout == KvLayout::kContiguous ? config.max_model_len : config.block_size;
+  opt.max_model_len = config.max_model_len;
+  opt.max_num_seqs = config.max_num_seqs;
+  opt.max_num_batched_tokens = config.max_num_batched_tokens;
+  opt.reserve_bytes = config.reserve_bytes;
+  std::string budget_source;
+  if (config.kv_cache_memory > 0) {
+    opt.budget_bytes = 0;  // the pool is given directly
+  } else {
+    if (!(config.memory_utilization > 0 && config.memory_utilization <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("memory utilization ", config.memory_utilization, " must be in (0, 1]"));
+    }
+    const uint64_t detected = AvailableHostMemory();
+    opt.budget_bytes = static_cast<uint64_t>(detected * config.memory_utilization);
+    budget_source = absl::StrFormat("%.2f of %s available RAM", config.memory_utilization,
+                                    FormatBytes(detected));
+  }
+  auto ledger = config.kv_cache_memory > 0
+                    ? ComputeLedgerForPool(*input, opt, config.kv_cache_memory)
+                    : ComputeLedger(*input, opt);
+  if (!ledger.ok()) return ledger.status();
+  if (!ledger->fits) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("refusing to start: ", ledger->message,
+                     budget_source.empty() ? "" : absl::StrCat(" (budget: ", budget_source, ")"),
+                     ". Lower --max-model-len, choose a smaller --kv-dtype, or give more memory."));
+  }
+  // Without an explicit pool size, never reserve more blocks than max_num_seqs sequences of
+  // max_model_len can use: on the CPU the rest of the budget stays free for everything else.
+  if (config.kv_cache_memory == 0) {
+    const int64_t useful = ledger->blocks_per_sequence * config.max_num_seqs;
+    if (ledger->kv_pool_blocks > useful) {
+      ledger->kv_pool_blocks = useful;
+      ledger->kv_pool_tokens = useful * opt.block_size;
+      ledger->kv_pool_bytes = static_cast<uint64_t>(useful) * ledger->kv_bytes_per_block;
+      ledger->max_concurrency = config.max_num_seqs;
+      ledger->max_model_len_fit = std::max<int64_t>(ledger->max_model_len_fit, 0);
+    }
+  }
+  std::unique_ptr<Engine> e(new Engine(model, config));
+  e->ledger_ = *ledger;
+  KvCacheConfig kc;
+  kc.n_layers = mc.n_layers;
+  kc.n_kv_heads = mc.n_kv_heads;
+  kc.head_dim = mc.head_dim;
+  kc.dtype = config.kv_dtype;
+  kc.layout = config.kv_layout;
+  kc.block_size = config.block_size;
+  kc.max_model_len = config.max_model_len;
+  kc.max_num_seqs = config.max_num_seqs;
+  kc.num_blocks = ledger->kv_pool_blocks;
+  kc.prefix_caching = config.prefix_caching && config.kv_layout == KvLayout::kPaged;
+  auto cache = KvCache::Create(kc);
+  if (!cache.ok()) return cache.status();
+  e->cache_ = std::move(*cache);
+  e->backend_ =
+      backend ? std::move(backend)
+              : std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+  e->scheduler_ = std::make_unique<Scheduler>(
+      SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens}, *e->cache_);
+  e->logits_.resize(static_cast<size_t>(config.max_num_batched_tokens) * mc.n_vocab);
+  e->pool_summary_ = absl::StrFormat(
+      "KV pool: %d tokens in %d blocks of %d (%s, %s %s); max_model_len %d fits %d sequences "
+      "at once",
+      ledger->kv_pool_tokens, ledger->kv_pool_blocks, e->cache_->block_size(),
+      FormatBytes(ledger->kv_pool_bytes), Sv(KvDtypeName(config.kv_dtype)),
+      Sv(KvLayoutName(config.kv_layout)), config.max_model_len, ledger->max_concurrency);
+  if (!quiet) std::fprintf(stderr, "%s\n", e->pool_summary_.c_str());
+  return e;
+}
+
+absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
+  const ModelConfig& mc = model_.config();
+  if (req.prompt.empty()) {
+    return absl::InvalidArgumentError("the prompt is empty: it needs at least one token (BOS)");
+  }
+  for (int32_t t : req.prompt) {
+    if (t < 0 || t >= mc.n_vocab) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "prompt token id ", t, " is outside the vocabulary (0..", mc.n_vocab - 1, ")"));
+    }
+  }
+  if (absl::Status s = req.params.Validate(); !s.ok()) return s;
+  const int64_t total = static_cast<int64_t>(req.prompt.size()) + req.params.max_tokens;
+  if (total > config_.max_model_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the prompt has ", req.prompt.size(), " tokens and max_tokens is ",
+                     req.params.max_tokens, ": ", total, " tokens exceed max_model_len ",
+                     config_.max_model_len, "; shorten the prompt or lower max_tokens"));
+  }
+  if (req.n < 1 || req.n > config_.max_num_seqs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "n = ", req.n, " must be between 1 and max_num_seqs (", config_.max_num_seqs, ")"));
+  }
+  if (scheduler_->num_waiting() >= config_.max_waiting) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the waiting queue is full (", config_.max_waiting, " requests); retry later"));
+  }
+  const int64_t rid = next_request_++;
+  auto seq = std::make_unique<Sequence>();
+  seq->id = next_seq_++;
+  seq->request_id = rid;
+  seq->tokens = std::move(req.prompt);
+  seq->prompt_len = static_cast<int>(seq->tokens.size());
+  seq->fork_pending = req.n - 1;
+  seq->params = req.params;
+  seq->sampler = std::make_unique<Sampler>(req.params);
+  seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
+  seq->arrival = rid;
+  requests_[rid].push_back(seq->id);
+  scheduler_->Enqueue(seq.get());
+  seqs_[seq->id] = std::move(seq);
+  return rid;
+}
+
+bool Engine::HasWork() const {
+  return scheduler_->num_running() > 0 || scheduler_->num_waiting() > 0;
+}
+
+bool Engine::Cancel(int64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return false;
+  for (SeqId id : it->second) {
+    auto s = seqs_.find(id);
+    if (s == seqs_.end()) continue;
+    scheduler_->Remove(s->second.get());
+    seqs_.erase(s);
+  }
+  requests_.erase(it);
+  return true;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.preemptions = scheduler_->preemptions();
+  s.running = scheduler_->num_running();
+  s.waiting = scheduler_->num_waiting();
+  return s;
+}
+
+SequenceOutput Engine::OutputFor(const Sequence& seq) const {
+  SequenceOutput o;
+  o.request_id = seq.request_id;
+  o.index = seq.index;
+  o.prompt_tokens = seq.prompt_len;
+  o.output_tokens = seq.num_output();
+  o.cached_prompt_tokens = seq.n_cached_prompt;
+  return o;
+}
+
+// Frees the sequence's blocks and forgets it (and its request once all its sequences are done).
+void Engine::Finish(Sequence* seq, FinishReason reason) {
+  seq->finish = reason;
+  scheduler_->Remove(seq);
+  ++stats_.finished;
+  const int64_t rid = seq->request_id;
+  const SeqId id = seq->id;
+  auto req = requests_.find(rid);
+  if (req != requests_.end()) {
+    std::erase(req->second, id);
+    if (req->second.empty() && seqs_.at(id)->fork_pending == 0) requests_.erase(req);
+  }
+  seqs_.erase(id);
+}
+
+// Appends the newly complete text, holding back any tail that could begin a stop string,
+// and cuts the text at the first stop string found.
+void Engine::EmitText(Sequence* seq, SequenceOutput* out) {
+  size_t safe = seq->text.size();
+  for (const std::string& stop : seq->params.stop) {
+    if (stop.empty()) continue;
+    const size_t from = seq->emitted > stop.size() ? seq->emitted - stop.size() : 0;
+    if (size_t at = seq->text.find(stop, from); at != std::string::npos) {
+      seq->text.resize(at);
+      safe = at;
+      seq->finish = FinishReason::kStop;
+      break;
+    }
+    for (size_t keep = std::min(stop.size() - 1, seq->text.size()); keep > 0; --keep) {
+      if (seq->text.compare(seq->text.size() - keep, keep, stop, 0, keep) == 0) {
+        safe = std::min(safe, seq->text.size() - keep);
+        break;
+      }
+    }
+  }
+  if (seq->finish != FinishReason::kNone || out->finished) safe = seq->text.size();
+  if (safe > seq->emitted) {
+    out->new_text = seq->text.substr(seq->emitted, safe - seq->emitted);
+    seq->emitted = safe;
+  }
+}
+
+void Engine::Sample(Sequence* seq, float* logits, SequenceOutput* out) {
+  if (logits_observer_) {
+    logits_observer_(seq->request_id, seq->index, logits, model_.config().n_vocab);
+  }
+  const int32_t tok = seq->sampler->Sample(logits, model_.config().n_vocab, seq->tokens);
+  seq->tokens.push_back(tok);
+  out->new_tokens.push_back(tok);
+  ++stats_.generated_tokens;
+  FinishReason reason = FinishReason::kNone;
+  if (!seq->params.ignore_eos && model_.tokenizer().IsEndOfGeneration(tok)) {
+    reason = FinishReason::kStop;
+  } else {
+    seq->text += seq->decoder->Push(tok);
+    if (seq->num_output() >= seq->params.max_tokens) reason = FinishReason::kLength;
+  }
+  if (reason != FinishReason::kNone) {
+    seq->text += seq->decoder->Flush();
+    out->finished = true;
+  }
+  EmitText(seq, out);
+  if (seq->finish == FinishReason::kStop) reason = FinishReason::kStop;  // a stop string
+  if (reason != FinishReason::kNone) {
+    seq->finish = reason;
+    out->finished = true;
+    out->reason = reason;
+  }
+  out->output_tokens = seq->num_output();
+}
+
+void Engine::ForkChildren(Sequence* parent, const float* logits,
+                          std::vector<SequenceOutput>* outs) {
+  const int n_vocab = model_.config().n_vocab;
+  std::vector<float> child_logits(static_cast<size_t>(n_vocab));
+  for (int i = 1; i <= parent->fork_pending; ++i) {
+    auto child = std::make_unique<Sequence>();
+    child->id = next_seq_++;
+    child->request_id = parent->request_id;
+    child->index = i;
+    child->tokens = parent->tokens;
+    child->prompt_len = parent->prompt_len;
+    child->n_computed = parent->n_computed;
+    child->n_cached_prompt = parent->n_cached_prompt;
+    child->params = parent->params;
+    child->params.seed = parent->params.seed + static_cast<uint64_t>(i);
+    child->sampler = std::make_unique<Sampler>(child->params);
+    child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
+    child->arrival = parent->arrival;
+    if (!cache_->Fork(parent->id, child->id).ok()) continue;  // seats were reserved at admission
+    Sequence* c = child.get();
+    scheduler_->AddRunning(c);
+    requests_[parent->request_id].push_back(c->id);
+    seqs_[c->id] = std::move(child);
+    std::copy(logits, logits + n_vocab, child_logits.begin());
+    SequenceOutput out = OutputFor(*c);
+    Sample(c, child_logits.data(), &out);
+    if (out.finished) Finish(c, out.reason);
+    outs->push_back(std::move(out));
+  }
+  parent->fork_pending = 0;
+}
+
+absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
+  auto chunks = scheduler_->Schedule();
+  if (!chunks.ok()) return chunks.status();
+  std::vector<SequenceOutput> outs;
+  if (chunks->empty()) return outs;
+  ForwardBatch batch;
+  for (const ScheduledChunk& c : *chunks) {
+    for (int j = 0; j < c.count; ++j) {
+      batch.Add(c.seq->tokens[c.start + j], c.start + j, c.seq->id, c.sample && j == c.count - 1);
+    }
+    const bool decode = c.count == 1 && c.sample && c.seq->num_output() > 0;
+    if (!decode) stats_.prefill_tokens += c.count;
+  }
+  if (absl::Status s = backend_->Forward(batch, *cache_, logits_.data()); !s.ok()) return s;
+  ++stats_.steps;
+  stats_.max_running = std::max(stats_.max_running, scheduler_->num_running());
+  // Sampling consumes logits rows in chunk order; forks reuse the last rows of logits_, so
+  // copy each row out before anything else writes there.
+  std::vector<float> row(static_cast<size_t>(model_.config().n_vocab));
+  size_t logit_row = 0;
+  std::vector<Sequence*> finished;
+  for (const ScheduledChunk& c : *chunks) {
+    Sequence* seq = c.seq;
+    seq->n_computed = c.start + c.count;
+    cache_->MarkComputed(seq->id, seq->n_computed);
+    if (!c.sample) continue;
+    std::copy_n(logits_.begin() + (ptrdiff_t)(logit_row++ * row.size()), row.size(), row.begin());
+    SequenceOutput out = OutputFor(*seq);
+    const bool first = seq->num_output() == 0;
+    Sample(seq, row.data(), &out);
+    const bool done = out.finished;
+    outs.push_back(std::move(out));
+    if (first && seq->fork_pending > 0) {
+      std::copy_n(logits_.begin() + (ptrdiff_t)((logit_row - 1) * row.size()), row.size(),
+                  row.begin());
+      ForkChildren(seq, row.data(), &outs);
+    }
+    if (done) finished.push_back(seq);
+  }
+  for (Sequence* seq : finished) Finish(seq, seq->finish);
+  return outs;
+}
+
+}  // namespace pinfer

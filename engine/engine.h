@@ -1,0 +1,129 @@
+// The public engine API: add requests, step, collect outputs, cancel, report.
+//
+// The engine sizes its KV pool once, at start, from the memory ledger and refuses to start
+// when one max_model_len sequence cannot fit. Requests whose prompt plus max_tokens exceed
+// max_model_len are refused at submission; everything admitted then runs to completion
+// inside the pool (queued or preempted and recomputed, never out of memory).
+// Not thread-safe: one thread drives Step (the server serialises access).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend.h"
+#include "engine/memory_ledger.h"
+#include "engine/model.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "kvcache/kv_cache.h"
+
+namespace pinfer {
+
+struct EngineConfig {
+  KvDtype kv_dtype = KvDtype::kF16;
+  KvLayout kv_layout = KvLayout::kPaged;
+  int block_size = 16;
+  int max_model_len = 0;  // 0: the model's context length, at most 4096
+  int max_num_seqs = 16;
+  int max_num_batched_tokens = 512;
+  bool prefix_caching = true;
+  uint64_t kv_cache_memory = 0;          // KV pool bytes; 0: from memory_utilization
+  double memory_utilization = 0.9;       // of detected memory (available RAM on the CPU)
+  uint64_t reserve_bytes = 64ull << 20;  // runtime reserve line of the ledger
+  int threads = 0;                       // 0: all hardware threads
+  int max_waiting = 1024;                // queued requests beyond this are refused
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included when the model wants one
+  SamplingParams params;
+  int n = 1;  // completions sharing the prompt's KV blocks
+};
+
+// What one step produced for one sequence.
+struct SequenceOutput {
+  int64_t request_id = 0;
+  int index = 0;  // which of the request's n completions
+  std::vector<int32_t> new_tokens;
+  std::string new_text;  // complete UTF-8; stop strings never appear
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  int prompt_tokens = 0;
+  int output_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;  // tokens computed in prompt / recompute chunks
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t finished = 0;
+  int max_running = 0;
+  int running = 0;
+  int waiting = 0;
+};
+
+class Engine {
+ public:
+  // backend == nullptr: the CPU backend. The model must outlive the engine. Prints one line
+  // to stderr with the pool's tokens, blocks and concurrency at max_model_len (unless quiet).
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(const Model& model, EngineConfig config,
+                                                        std::unique_ptr<Backend> backend = nullptr,
+                                                        bool quiet = false);
+  ~Engine();
+
+  // InvalidArgument (bad ids, too long for max_model_len, bad params) or ResourceExhausted
+  // (the waiting queue is full: retry later). Returns the request id.
+  absl::StatusOr<int64_t> AddRequest(GenerationRequest request);
+  // Runs one scheduler step and returns what each touched sequence produced.
+  absl::StatusOr<std::vector<SequenceOutput>> Step();
+  bool HasWork() const;
+  // Drops a request's sequences and frees their blocks; false when it is unknown or done.
+  bool Cancel(int64_t request_id);
+
+  // Called with each sequence's raw logits before it samples (for --logits-out, debugging).
+  using LogitsObserver =
+      std::function<void(int64_t request_id, int index, const float* logits, int n_vocab)>;
+  void SetLogitsObserver(LogitsObserver fn) { logits_observer_ = std::move(fn); }
+
+  const EngineConfig& config() const { return config_; }
+  const Model& model() const { return model_; }
+  const KvCache& cache() const { return *cache_; }
+  const Backend& backend() const { return *backend_; }
+  EngineStats stats() const;
+  OccupancyReport KvReport() const { return cache_->Report(); }
+  // The ledger the pool was sized from, and the line printed at start.
+  const MemoryLedger& ledger() const { return ledger_; }
+  const std::string& pool_summary() const { return pool_summary_; }
+
+ private:
+  Engine(const Model& model, EngineConfig config);
+  void Sample(Sequence* seq, float* logits, SequenceOutput* out);
+  void ForkChildren(Sequence* parent, const float* logits, std::vector<SequenceOutput>* outs);
+  void EmitText(Sequence* seq, SequenceOutput* out);
+  void Finish(Sequence* seq, FinishReason reason);
+  SequenceOutput OutputFor(const Sequence& seq) const;
+
+  const Model& model_;
+  EngineConfig config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<SeqId, std::unique_ptr<Sequence>> seqs_;
+  std::map<int64_t, std::vector<SeqId>> requests_;
+  std::vector<float> logits_;  // [max_num_batched_tokens x n_vocab] at most
+  LogitsObserver logits_observer_;
+  MemoryLedger ledger_;
+  std::string pool_summary_;
+  int64_t next_request_ = 1;
+  SeqId next_seq_ = 1;
+  EngineStats stats_;
+};
+
+}  // namespace pinfer

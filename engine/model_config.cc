@@ -1,0 +1,82 @@
+#include "engine/model_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "loaders/gguf.h"
+
+namespace pinfer {
+
+absl::Status ModelConfig::Validate() const {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", name, "' (", arch, "): ", what));
+  };
+  if (n_vocab <= 0 || dim <= 0 || n_ff <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 ||
+      head_dim <= 0) {
+    return bad(absl::StrCat("sizes must be positive (vocab ", n_vocab, ", dim ", dim, ", ff ", n_ff,
+                            ", layers ", n_layers, ", heads ", n_heads, ", kv heads ", n_kv_heads,
+                            ", head dim ", head_dim, ")"));
+  }
+  if (n_heads % n_kv_heads != 0) {
+    return bad(absl::StrCat(n_heads, " query heads are not a multiple of ", n_kv_heads,
+                            " key/value heads"));
+  }
+  if (head_dim % 2 != 0)
+    return bad(absl::StrCat("head dim ", head_dim, " is odd; RoPE needs pairs"));
+  if (!(rms_eps > 0) || !(rope_theta > 0)) return bad("rms_eps and rope_theta must be positive");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
+  ModelConfig c;
+  auto arch = f.GetString("general.architecture");
+  if (!arch.ok()) return arch.status();
+  c.arch = *arch;
+  if (c.arch != "llama" && c.arch != "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(
+        "model architecture '", c.arch,
+        "' is not supported; this engine runs the llama family (llama: Llama 2/3, Mistral, "
+        "TinyLlama) and qwen2"));
+  }
+  c.name = f.GetString("general.name").value_or("");
+  const std::string p = c.arch + ".";
+  auto get_int = [&](const std::string& key, int* out, bool required) -> absl::Status {
+    auto v = f.GetInt(p + key);
+    if (v.ok()) {
+      if (*v <= 0 || *v > (1 << 30)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GGUF key ", p, key, " = ", *v, " is out of range"));
+      }
+      *out = static_cast<int>(*v);
+      return absl::OkStatus();
+    }
+    if (!required && absl::IsNotFound(v.status())) return absl::OkStatus();
+    return v.status();
+  };
+  for (auto [key, out] :
+       {std::pair{"embedding_length", &c.dim}, std::pair{"feed_forward_length", &c.n_ff},
+        std::pair{"block_count", &c.n_layers}, std::pair{"attention.head_count", &c.n_heads},
+        std::pair{"context_length", &c.context_length}}) {
+    if (absl::Status s = get_int(key, out, true); !s.ok()) return s;
+  }
+  c.n_kv_heads = c.n_heads;
+  if (absl::Status s = get_int("attention.head_count_kv", &c.n_kv_heads, false); !s.ok()) return s;
+  c.head_dim = c.dim / c.n_heads;
+  if (absl::Status s = get_int("attention.key_length", &c.head_dim, false); !s.ok()) return s;
+  if (auto eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon"); eps.ok()) {
+    c.rms_eps = static_cast<float>(*eps);
+  }
+  if (auto theta = f.GetFloat(p + "rope.freq_base"); theta.ok()) {
+    c.rope_theta = static_cast<float>(*theta);
+  }
+  c.rope_style = c.arch == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  c.qkv_bias = c.arch == "qwen2";
+  if (const GgufTensorInfo* emb = f.FindTensor("token_embd.weight"); emb && emb->dims.size() == 2) {
+    c.n_vocab = static_cast<int>(emb->dims[1]);
+  } else if (auto v = f.GetInt(p + "vocab_size"); v.ok()) {
+    c.n_vocab = static_cast<int>(*v);
+  }
+  c.tied_embeddings = f.FindTensor("output.weight") == nullptr;
+  if (absl::Status s = c.Validate(); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace pinfer

@@ -1,0 +1,22 @@
+// Element-wise pieces of the Llama block, on float32 vectors.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/model_config.h"
+
+namespace pinfer {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
+void RmsNorm(const float* x, const float* w, int n, float eps, float* out);
+
+// Rotates each head's pairs by pos * theta^(-2i/head_dim) in place; vec: [n_heads x head_dim].
+void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style);
+
+// gate[i] = silu(gate[i]) * up[i].
+void SwiGlu(float* gate, const float* up, int64_t n);
+
+// x[i] += y[i].
+void AddInPlace(float* x, const float* y, int64_t n);
+
+}  // namespace pinfer

@@ -1,0 +1,69 @@
+// Continuous batching over a block-paged KV cache.
+//
+// Each step takes the decodes (or remaining prefill chunks) of running sequences oldest
+// first, then admits waiting sequences first come, first served, up to max_num_batched_tokens
+// tokens and max_num_seqs sequences. A sequence is admitted only when the pool has blocks for
+// its next chunk; when a running sequence cannot get a block, the most recently admitted
+// sequence is preempted: its blocks are freed and it waits at the head of the queue, to be
+// recomputed from its tokens later. Nothing ever runs out of memory mid-step.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/sequence.h"
+#include "kvcache/kv_cache.h"
+
+namespace pinfer {
+
+struct SchedulerConfig {
+  int max_num_seqs = 16;
+  int max_num_batched_tokens = 512;
+};
+
+// `count` tokens of `seq` starting at `start` run this step; the KV cache has their slots.
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int start = 0;
+  int count = 0;
+  bool sample = false;  // the chunk reaches the sequence's last token: sample the next one
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, KvCache& cache) : config_(config), cache_(cache) {}
+
+  void Enqueue(Sequence* seq);  // waits at the back of the queue
+  // A forked child that already shares its parent's blocks joins the running set.
+  void AddRunning(Sequence* seq);
+  // Plans one step and reserves its KV slots. An error means the cache broke an invariant
+  // the scheduler relies on (a bug, reported rather than ignored).
+  absl::StatusOr<std::vector<ScheduledChunk>> Schedule();
+  // Removes a sequence wherever it is and frees its blocks.
+  void Remove(Sequence* seq);
+
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int64_t preemptions() const { return preemptions_; }
+  const std::vector<Sequence*>& running() const { return running_; }
+
+ private:
+  // Makes room for `count` more tokens of running_[i] by preempting from the back;
+  // false when running_[i] itself had to be preempted.
+  bool MakeRoom(size_t i, int count);
+  void Preempt(Sequence* seq);
+  // Tries to admit the head of the queue with a chunk of at most `budget` tokens.
+  absl::StatusOr<bool> AdmitHead(int budget, std::vector<ScheduledChunk>* out);
+  absl::StatusOr<ScheduledChunk> Reserve(Sequence* seq, int count);
+
+  SchedulerConfig config_;
+  KvCache& cache_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  // admission order
+  int64_t admissions_ = 0;
+  int64_t preemptions_ = 0;
+};
+
+}  // namespace pinfer

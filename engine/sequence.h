@@ -1,0 +1,42 @@
+// One sequence being generated: its tokens, how many of them have K/V in the cache, and
+// why it finished. A request with n > 1 has n sequences (forks sharing the prompt's blocks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "kvcache/kv_cache.h"
+#include "loaders/tokenizer.h"
+
+namespace pinfer {
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled };
+const char* FinishReasonName(FinishReason r);  // "", "stop", "length", "cancelled"
+
+struct Sequence {
+  SeqId id = 0;
+  int64_t request_id = 0;
+  int index = 0;                // 0..n-1 within its request
+  std::vector<int32_t> tokens;  // prompt, then generated tokens
+  int prompt_len = 0;
+  int n_computed = 0;       // leading tokens whose K/V are in the cache
+  int n_cached_prompt = 0;  // prompt tokens taken from the prefix cache at admission
+  int fork_pending = 0;     // children to fork once the prompt is computed (n - 1)
+  SamplingParams params;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<StreamDecoder> decoder;
+  std::string text;    // decoded output so far
+  size_t emitted = 0;  // bytes of text already handed out
+  FinishReason finish = FinishReason::kNone;
+  int64_t arrival = 0;       // submission order
+  int64_t admitted_at = -1;  // admission order (preemption picks the largest)
+  int preemptions = 0;
+
+  int num_output() const { return static_cast<int>(tokens.size()) - prompt_len; }
+  int uncomputed() const { return static_cast<int>(tokens.size()) - n_computed; }
+};
+
+}  // namespace pinfer

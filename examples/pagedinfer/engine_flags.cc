@@ -1,0 +1,49 @@
+#include "examples/pagedinfer/engine_flags.h"
+
+namespace pinfer::cli {
+
+void EngineFlags::Register(Args& a) {
+  a.Add("-m,--model", &model, "model file (GGUF)");
+  a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
+  a.Add("--kv-layout", &kv_layout, "KV cache layout: paged or contiguous");
+  a.Add("--block-size", &block_size, "token slots per KV block (8..256)");
+  a.Add("--max-model-len", &max_model_len,
+        "longest sequence, prompt + output (0: model's, <= 4096)");
+  a.Add("--max-num-seqs", &max_num_seqs, "sequences running at once");
+  a.Add("--max-num-batched-tokens", &max_num_batched_tokens, "tokens per step (chunked prefill)");
+  a.Add("--kv-cache-memory", &kv_cache_memory,
+        "KV pool size, e.g. 2GiB (default: from --memory-utilization)");
+  a.Add("--memory-utilization", &memory_utilization,
+        "fraction of available RAM the engine may use");
+  a.Add("--reserve", &reserve, "runtime reserve line of the memory ledger");
+  a.Add("-t,--threads", &threads, "CPU threads (0: all)");
+  a.AddSwitch("--no-prefix-caching", &no_prefix_caching, "do not reuse cached prompt blocks");
+}
+
+absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {
+  EngineConfig c;
+  auto dtype = ParseKvDtype(kv_dtype);
+  if (!dtype.ok()) return dtype.status();
+  auto layout = ParseKvLayout(kv_layout);
+  if (!layout.ok()) return layout.status();
+  c.kv_dtype = *dtype;
+  c.kv_layout = *layout;
+  c.block_size = block_size;
+  c.max_model_len = max_model_len;
+  c.max_num_seqs = max_num_seqs;
+  c.max_num_batched_tokens = max_num_batched_tokens;
+  if (!kv_cache_memory.empty()) {
+    auto bytes = ParseBytes(kv_cache_memory);
+    if (!bytes.ok()) return bytes.status();
+    c.kv_cache_memory = *bytes;
+  }
+  auto res = ParseBytes(reserve);
+  if (!res.ok()) return res.status();
+  c.reserve_bytes = *res;
+  c.memory_utilization = memory_utilization;
+  c.threads = threads;
+  c.prefix_caching = !no_prefix_caching;
+  return c;
+}
+
+}  // namespace pinfer::cli

@@ -1,0 +1,82 @@
+#include "tests/testing/engine_helpers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pinfer::testing {
+
+EngineConfig SmallConfig(KvDtype dtype, KvLayout layout) {
+  EngineConfig c;
+  c.kv_dtype = dtype;
+  c.kv_layout = layout;
+  c.max_model_len = 512;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 256;
+  c.kv_cache_memory = 4ull << 20;
+  c.threads = 2;
+  return c;
+}
+
+static absl::StatusOr<std::unique_ptr<Engine>> Make(const Model& model, const EngineConfig& c) {
+  return Engine::Create(model, c, nullptr, /*quiet=*/true);
+}
+
+absl::StatusOr<std::vector<int32_t>> GreedyTokens(const Model& model, EngineConfig config,
+                                                  std::vector<int32_t> prompt, int max_tokens) {
+  auto e = Make(model, config);
+  if (!e.ok()) return e.status();
+  GenerationRequest req;
+  req.prompt = std::move(prompt);
+  req.params.temperature = 0;
+  req.params.max_tokens = max_tokens;
+  auto rid = (*e)->AddRequest(req);
+  if (!rid.ok()) return rid.status();
+  std::vector<int32_t> out;
+  while ((*e)->HasWork()) {
+    auto step = (*e)->Step();
+    if (!step.ok()) return step.status();
+    for (const SequenceOutput& o : *step)
+      out.insert(out.end(), o.new_tokens.begin(), o.new_tokens.end());
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<float>> PromptLogits(const Model& model, EngineConfig config,
+                                                std::vector<int32_t> prompt) {
+  auto e = Make(model, config);
+  if (!e.ok()) return e.status();
+  std::vector<float> logits;
+  (*e)->SetLogitsObserver([&](int64_t, int, const float* l, int n) {
+    if (logits.empty()) logits.assign(l, l + n);
+  });
+  GenerationRequest req;
+  req.prompt = std::move(prompt);
+  req.params.temperature = 0;
+  req.params.max_tokens = 1;
+  auto rid = (*e)->AddRequest(req);
+  if (!rid.ok()) return rid.status();
+  while ((*e)->HasWork()) {
+    auto step = (*e)->Step();
+    if (!step.ok()) return step.status();
+  }
+  return logits;
+}
+
+Diff Compare(const std::vector<float>& a, const std::vector<float>& b) {
+  Diff d;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double e = static_cast<double>(a[i]) - b[i];
+    d.max_abs = std::max(d.max_abs, std::abs(e));
+    num += e * e;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  d.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return d;
+}
+
+int Argmax(const std::vector<float>& v) {
+  return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace pinfer::testing

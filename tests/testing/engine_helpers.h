@@ -1,0 +1,33 @@
+// Helpers for tests that run a model through the engine.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+
+namespace pinfer::testing {
+
+// Runs one greedy request alone and returns its output tokens.
+absl::StatusOr<std::vector<int32_t>> GreedyTokens(const Model& model, EngineConfig config,
+                                                  std::vector<int32_t> prompt, int max_tokens);
+
+// The logits after the last prompt token of a request run alone.
+absl::StatusOr<std::vector<float>> PromptLogits(const Model& model, EngineConfig config,
+                                                std::vector<int32_t> prompt);
+
+// A small engine config for tests: pool given in bytes, few threads, quiet.
+EngineConfig SmallConfig(KvDtype dtype = KvDtype::kF32, KvLayout layout = KvLayout::kPaged);
+
+// Largest |a - b| and the relative L2 error ||a - b|| / ||b||.
+struct Diff {
+  double max_abs = 0, rel_l2 = 0;
+};
+Diff Compare(const std::vector<float>& a, const std::vector<float>& b);
+
+int Argmax(const std::vector<float>& v);
+
+}  // namespace pinfer::testing
