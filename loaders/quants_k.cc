@@ -91,14 +91,16 @@ float FitSignedScale(int n, int nmax, const float* x, uint8_t* L) {
     std::memset(L, 0, static_cast<size_t>(n));
     return 0.0f;
   }
-  auto sums = [&](float iscale, float* sumlx, float* suml2) {
-    *sumlx = *suml2 = 0;
+  auto sums = [&](float iscale, float* sumlx_out, float* suml2_out) {
+    float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; ++i) {
       const int l = std::clamp(NearestInt(iscale * x[i]), -nmax, nmax - 1);
       const float w = x[i] * x[i];
-      *sumlx += w * x[i] * l;
-      *suml2 += w * l * l;
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
     }
+    *sumlx_out = sumlx;
+    *suml2_out = suml2;
   };
   auto assign = [&](float iscale) {
     for (int i = 0; i < n; ++i) {
