@@ -33,6 +33,10 @@ void DequantQ4_K(const BlockQ4_K* b, float* y, int64_t nb);
 void DequantQ5_K(const BlockQ5_K* b, float* y, int64_t nb);
 void DequantQ6_K(const BlockQ6_K* b, float* y, int64_t nb);
 
+// Vectorized dequantization of a row of type t with the same results as the scalar
+// kernels; false (nothing written) where this build has no fast path for t.
+bool DequantizeFast(GgmlType t, const void* src, float* dst, int64_t n);
+
 // Reference round-to-nearest quantization of nb blocks.
 void QuantQ4_0(const float* x, BlockQ4_0* b, int64_t nb);
 void QuantQ4_1(const float* x, BlockQ4_1* b, int64_t nb);
@@ -48,6 +52,8 @@ float DotF16(const uint16_t* w, const float* x, int64_t n);
 float DotBF16(const uint16_t* w, const float* x, int64_t n);
 float DotQ4_0(const BlockQ4_0* b, const float* x, int64_t nb);
 float DotQ4_1(const BlockQ4_1* b, const float* x, int64_t nb);
+float DotQ5_0(const BlockQ5_0* b, const float* x, int64_t nb);
+float DotQ5_1(const BlockQ5_1* b, const float* x, int64_t nb);
 float DotQ8_0(const BlockQ8_0* b, const float* x, int64_t nb);
 float DotQ4_K(const BlockQ4_K* b, const float* x, int64_t nb);
 float DotQ5_K(const BlockQ5_K* b, const float* x, int64_t nb);
