@@ -1,0 +1,91 @@
+// Decode hot path per weight format: DotRow of every row of a 4096 x 4096 weight matrix
+// against one activation vector (a mat-vec whose weights do not fit in cache), and
+// DequantizeRow throughput. Bytes processed are weight bytes, so the rate reads as GB/s.
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "loaders/quants.h"
+
+namespace pinfer {
+namespace {
+
+constexpr int64_t kCols = 4096, kRows = 4096;
+constexpr int64_t kDistinctRows = 64;  // quantized once, then tiled to fill the matrix
+
+struct Matrix {
+  size_t row_bytes;
+  std::vector<uint8_t> data;
+};
+
+const Matrix& WeightsOf(GgmlType t) {
+  static std::vector<std::pair<GgmlType, Matrix>> cache;
+  for (auto& [type, m] : cache) {
+    if (type == t) return m;
+  }
+  std::mt19937 rng(42);
+  std::normal_distribution<float> gauss(0.0f, 0.02f);
+  std::vector<float> row(kCols);
+  Matrix m{GgmlRowBytes(t, kCols), {}};
+  m.data.resize(m.row_bytes * kRows);
+  for (int64_t r = 0; r < kDistinctRows; ++r) {
+    for (float& v : row) v = gauss(rng);
+    QuantizeRow(t, row.data(), m.data.data() + r * m.row_bytes, kCols);
+  }
+  for (int64_t r = kDistinctRows; r < kRows; ++r) {
+    std::memcpy(m.data.data() + r * m.row_bytes, m.data.data() + (r % kDistinctRows) * m.row_bytes,
+                m.row_bytes);
+  }
+  cache.emplace_back(t, std::move(m));
+  return cache.back().second;
+}
+
+void BM_DotRow(benchmark::State& state, GgmlType t) {
+  const Matrix& w = WeightsOf(t);
+  std::vector<float> x(kCols), y(kRows);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (float& v : x) v = gauss(rng);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r)
+      y[r] = DotRow(t, w.data.data() + r * w.row_bytes, x.data(), kCols);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
+  state.SetItemsProcessed(state.iterations() * kRows * kCols);
+}
+
+void BM_DequantizeRow(benchmark::State& state, GgmlType t) {
+  const Matrix& w = WeightsOf(t);
+  std::vector<float> out(kCols);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      DequantizeRow(t, w.data.data() + r * w.row_bytes, out.data(), kCols);
+      benchmark::DoNotOptimize(out.data());
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
+  state.SetItemsProcessed(state.iterations() * kRows * kCols);
+}
+
+#define PINFER_QUANT_BENCH(T)                                                     \
+  BENCHMARK_CAPTURE(BM_DotRow, T, GgmlType::k##T)->Unit(benchmark::kMillisecond); \
+  BENCHMARK_CAPTURE(BM_DequantizeRow, T, GgmlType::k##T)->Unit(benchmark::kMillisecond)
+
+PINFER_QUANT_BENCH(F32);
+PINFER_QUANT_BENCH(F16);
+PINFER_QUANT_BENCH(BF16);
+PINFER_QUANT_BENCH(Q8_0);
+PINFER_QUANT_BENCH(Q4_0);
+PINFER_QUANT_BENCH(Q4_1);
+PINFER_QUANT_BENCH(Q5_0);
+PINFER_QUANT_BENCH(Q5_1);
+PINFER_QUANT_BENCH(Q4_K);
+PINFER_QUANT_BENCH(Q5_K);
+PINFER_QUANT_BENCH(Q6_K);
+
+}  // namespace
+}  // namespace pinfer

@@ -1,0 +1,62 @@
+// Per-format kernels behind the type dispatch of loaders/quants.h (internal to loaders/).
+// Every function takes a row of `nb` whole blocks; callers have checked the sizes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "loaders/quants.h"
+
+namespace pinfer::quants {
+
+// Round to nearest, ties to even (the current FP rounding mode, which is never changed here).
+inline int NearestInt(float v) { return static_cast<int>(std::nearbyint(v)); }
+
+// Sub-block j (0..7) scale and min of a Q4_K / Q5_K super-block from its 12 packed bytes.
+inline void UnpackKScaleMin(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// Scalar dequantization of nb blocks.
+void DequantQ4_0(const BlockQ4_0* b, float* y, int64_t nb);
+void DequantQ4_1(const BlockQ4_1* b, float* y, int64_t nb);
+void DequantQ5_0(const BlockQ5_0* b, float* y, int64_t nb);
+void DequantQ5_1(const BlockQ5_1* b, float* y, int64_t nb);
+void DequantQ8_0(const BlockQ8_0* b, float* y, int64_t nb);
+void DequantQ4_K(const BlockQ4_K* b, float* y, int64_t nb);
+void DequantQ5_K(const BlockQ5_K* b, float* y, int64_t nb);
+void DequantQ6_K(const BlockQ6_K* b, float* y, int64_t nb);
+
+// Vectorized dequantization of a row of type t with the same results as the scalar
+// kernels; false (nothing written) where this build has no fast path for t.
+bool DequantizeFast(GgmlType t, const void* src, float* dst, int64_t n);
+
+// Reference round-to-nearest quantization of nb blocks.
+void QuantQ4_0(const float* x, BlockQ4_0* b, int64_t nb);
+void QuantQ4_1(const float* x, BlockQ4_1* b, int64_t nb);
+void QuantQ5_0(const float* x, BlockQ5_0* b, int64_t nb);
+void QuantQ5_1(const float* x, BlockQ5_1* b, int64_t nb);
+void QuantQ8_0(const float* x, BlockQ8_0* b, int64_t nb);
+void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb);
+void QuantQ5_K(const float* x, BlockQ5_K* b, int64_t nb);
+void QuantQ6_K(const float* x, BlockQ6_K* b, int64_t nb);
+
+// Fused dot products of nb blocks against x (AVX2 + FMA where built for it).
+float DotF16(const uint16_t* w, const float* x, int64_t n);
+float DotBF16(const uint16_t* w, const float* x, int64_t n);
+float DotQ4_0(const BlockQ4_0* b, const float* x, int64_t nb);
+float DotQ4_1(const BlockQ4_1* b, const float* x, int64_t nb);
+float DotQ5_0(const BlockQ5_0* b, const float* x, int64_t nb);
+float DotQ5_1(const BlockQ5_1* b, const float* x, int64_t nb);
+float DotQ8_0(const BlockQ8_0* b, const float* x, int64_t nb);
+float DotQ4_K(const BlockQ4_K* b, const float* x, int64_t nb);
+float DotQ5_K(const BlockQ5_K* b, const float* x, int64_t nb);
+float DotQ6_K(const BlockQ6_K* b, const float* x, int64_t nb);
+
+}  // namespace pinfer::quants
