@@ -134,7 +134,7 @@ std::string Args::Help() const {
 }
 
 absl::StatusOr<uint64_t> ParseBytes(const std::string& text) {
-  std::string_view t = text;
+  absl::string_view t = text;
   double mult = 1;
   struct Suffix {
     const char* s;

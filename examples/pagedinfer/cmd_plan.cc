@@ -1,0 +1,72 @@
+// pagedinfer plan: the memory ledger for a model and engine settings, before loading anything.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "engine/memory_ledger.h"
+#include "engine/model_shapes.h"
+#include "examples/pagedinfer/args.h"
+#include "examples/pagedinfer/commands.h"
+
+namespace pinfer::cli {
+
+int PlanMain(int argc, char** argv) {
+  std::string model, shape, type = "Q4_K_M", memory, kv = "f16", reserve = "1GiB";
+  LedgerOptions o;
+  bool json = false;
+  Args args("plan",
+            "pagedinfer plan (--shape NAME --type TYPE | -m FILE) --memory BYTES [options]\n"
+            "Prints the memory ledger: weights, KV bytes per token, workspace, reserve, and the\n"
+            "KV pool the rest holds. Exit status 1 when one max_model_len sequence does not fit.",
+            {"pagedinfer plan --shape llama2-7b --type Q4_0 --memory 16GiB --kv-dtype f16",
+             "pagedinfer plan --shape mistral-7b --type Q4_K_M --memory 8GiB --max-model-len "
+             "32768 --json"});
+  args.Add("-m,--model", &model, "model file (GGUF)");
+  args.Add("--shape", &shape,
+           "named shape instead of a file: " + absl::StrJoin(NamedShapeNames(), ", "));
+  args.Add("--type", &type, "file type with --shape (Q4_0, Q4_K_M, Q8_0, F16, ...)");
+  args.Add("--memory", &memory, "memory the engine may use in all (e.g. 16GiB); required");
+  args.Add("--kv-dtype", &kv, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
+  args.Add("--block-size", &o.block_size, "tokens per KV block");
+  args.Add("--max-model-len", &o.max_model_len,
+           "tokens per sequence (prompt + output); 0: the model's context length");
+  args.Add("--max-num-seqs", &o.max_num_seqs, "sequences running at once");
+  args.Add("--max-num-batched-tokens", &o.max_num_batched_tokens, "tokens per forward step");
+  args.Add("--reserve", &reserve, "runtime reserve (allocator slack, runtime buffers)");
+  args.AddSwitch("--json", &json, "print JSON instead of a table");
+  if (int rc = ParseOrExit(args, argc, argv); rc >= 0) return rc;
+
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return 2;
+  };
+  if (model.empty() == shape.empty()) {
+    return fail(absl::InvalidArgumentError(
+        "give either -m FILE or --shape NAME (see pagedinfer plan --help)"));
+  }
+  if (memory.empty()) {
+    return fail(absl::InvalidArgumentError(
+        "--memory is required: how much memory the engine may use in all, e.g. --memory 16GiB"));
+  }
+  absl::StatusOr<uint64_t> budget = ParseBytes(memory);
+  if (!budget.ok()) return fail(budget.status());
+  absl::StatusOr<uint64_t> reserve_bytes = ParseBytes(reserve);
+  if (!reserve_bytes.ok()) return fail(reserve_bytes.status());
+  absl::StatusOr<KvDtype> kv_dtype = ParseKvDtype(kv);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status());
+  o.budget_bytes = *budget;
+  o.reserve_bytes = *reserve_bytes;
+  o.kv_dtype = *kv_dtype;
+
+  // -m: PlanInputFromModelFile is the integration point for reading a file's widths and types.
+  absl::StatusOr<PlanInput> input =
+      model.empty() ? PlanInputFromShape(shape, type) : PlanInputFromModelFile(model);
+  if (!input.ok()) return fail(input.status());
+  absl::StatusOr<MemoryLedger> ledger = ComputeLedger(*input, o);
+  if (!ledger.ok()) return fail(ledger.status());
+  std::string out = json ? ledger->ToJson() + "\n" : ledger->ToText();
+  std::fputs(out.c_str(), stdout);
+  return ledger->fits ? 0 : 1;
+}
+
+}  // namespace pinfer::cli
