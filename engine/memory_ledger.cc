@@ -86,12 +86,6 @@ absl::StatusOr<PlanInput> PlanInputFromShape(std::string_view shape, std::string
   return in;
 }
 
-absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path) {
-  return absl::UnimplementedError(absl::StrCat(
-      "planning from a model file (", path,
-      ") is not supported in this build yet; describe the model with --shape NAME --type TYPE"));
-}
-
 WorkspaceBreakdown WorkspaceBytes(const ModelConfig& c, int64_t max_num_batched_tokens,
                                   int max_num_seqs, int64_t max_model_len) {
   const uint64_t t = U(max_num_batched_tokens);

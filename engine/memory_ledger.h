@@ -40,9 +40,8 @@ struct PlanInput {
 // A named shape stored as a file type (see engine/model_shapes.h), without any file.
 absl::StatusOr<PlanInput> PlanInputFromShape(std::string_view shape, std::string_view file_type);
 
-// The widths and per-type tensor bytes of a model file.
-// INTEGRATION POINT: not wired in this worktree yet (needs the GGUF reader and
-// ModelConfigFromGguf); returns Unimplemented saying to use --shape.
+// The widths and per-type tensor bytes of a model file (implemented in model_plan.cc, which
+// loads the model: the file is mapped, not read).
 absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path);
 
 // Engine settings that size the KV pool and the workspace (vLLM's names).

@@ -29,6 +29,12 @@ absl::StatusOr<PlanInput> PlanInputFromModel(const Model& model) {
   return in;
 }
 
+absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path) {
+  auto model = Model::Load(path);
+  if (!model.ok()) return model.status();
+  return PlanInputFromModel(**model);
+}
+
 absl::StatusOr<MemoryLedger> ComputeLedgerForPool(const PlanInput& input, LedgerOptions options,
                                                   uint64_t pool_bytes) {
   const int64_t max_len =

@@ -58,7 +58,6 @@ int PlanMain(int argc, char** argv) {
   o.reserve_bytes = *reserve_bytes;
   o.kv_dtype = *kv_dtype;
 
-  // -m: PlanInputFromModelFile is the integration point for reading a file's widths and types.
   absl::StatusOr<PlanInput> input =
       model.empty() ? PlanInputFromShape(shape, type) : PlanInputFromModelFile(model);
   if (!input.ok()) return fail(input.status());
