@@ -20,7 +20,6 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "the GGUF reader assumes a little-endian host");
 
-constexpr uint64_t kHeaderBytes = 24;        // magic, version, n_tensors, n_kv
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;  // key length, value type, smallest value
 constexpr uint64_t kMinTensorInfoBytes =
     8 + 4 + 8 + 4 + 8;  // name len, n_dims, 1 dim, type, offset
