@@ -133,6 +133,8 @@ class GgufFile {
 // bytes or a callback that fills the tensor's bytes at write time (for multi-GiB files).
 class GgufWriter {
  public:
+  // Called once per write with a zeroed buffer of the tensor's exact byte count; the writer
+  // holds one such buffer at a time, so a file's tensors are never all in memory at once.
   using Fill = std::function<void(uint8_t* dst, size_t nbytes)>;
 
   explicit GgufWriter(uint32_t version = 3);
@@ -154,7 +156,9 @@ class GgufWriter {
                          std::vector<uint8_t> bytes);
   absl::Status AddTensor(std::string name, GgmlType type, std::vector<int64_t> dims, Fill fill);
 
-  // Uses general.alignment when set (a u32), else 32.
+  // Uses general.alignment when set (a u32), else 32. Errors: version not 2 or 3, alignment
+  // not a u32 power of two, array elements not of the array's element type. WriteFile
+  // writes "<path>.partial" and renames it over path only when every byte was written.
   absl::Status WriteFile(const std::string& path) const;
   absl::StatusOr<std::vector<uint8_t>> WriteToBytes() const;
 
