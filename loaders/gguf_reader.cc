@@ -100,6 +100,15 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // Reads a T and widens it into *field.
+  template <typename T, typename Field>
+  absl::Status ReadAs(std::string_view what, Field* field) {
+    T v;
+    if (absl::Status s = Read(what, &v); !s.ok()) return s;
+    *field = static_cast<Field>(v);
+    return absl::OkStatus();
+  }
+
   absl::Status ReadString(std::string_view what, std::string* out);
   absl::Status ReadValue(uint32_t type, uint64_t type_pos, int depth, GgufValue* out);
   absl::Status ReadHeader(uint32_t* version, uint64_t* n_tensors, uint64_t* n_kv);
@@ -137,66 +146,26 @@ absl::Status Parser::ReadValue(uint32_t type, uint64_t type_pos, int depth, Gguf
   }
   out->type = static_cast<GgufType>(type);
   switch (out->type) {
-    case GgufType::kU8: {
-      uint8_t v;
-      if (auto s = Read("u8 value", &v); !s.ok()) return s;
-      out->u = v;
-      break;
-    }
-    case GgufType::kU16: {
-      uint16_t v;
-      if (auto s = Read("u16 value", &v); !s.ok()) return s;
-      out->u = v;
-      break;
-    }
-    case GgufType::kU32: {
-      uint32_t v;
-      if (auto s = Read("u32 value", &v); !s.ok()) return s;
-      out->u = v;
-      break;
-    }
-    case GgufType::kU64: {
-      uint64_t v;
-      if (auto s = Read("u64 value", &v); !s.ok()) return s;
-      out->u = v;
-      break;
-    }
-    case GgufType::kI8: {
-      int8_t v;
-      if (auto s = Read("i8 value", &v); !s.ok()) return s;
-      out->i = v;
-      break;
-    }
-    case GgufType::kI16: {
-      int16_t v;
-      if (auto s = Read("i16 value", &v); !s.ok()) return s;
-      out->i = v;
-      break;
-    }
-    case GgufType::kI32: {
-      int32_t v;
-      if (auto s = Read("i32 value", &v); !s.ok()) return s;
-      out->i = v;
-      break;
-    }
-    case GgufType::kI64: {
-      int64_t v;
-      if (auto s = Read("i64 value", &v); !s.ok()) return s;
-      out->i = v;
-      break;
-    }
-    case GgufType::kF32: {
-      float v;
-      if (auto s = Read("f32 value", &v); !s.ok()) return s;
-      out->f = v;
-      break;
-    }
-    case GgufType::kF64: {
-      double v;
-      if (auto s = Read("f64 value", &v); !s.ok()) return s;
-      out->f = v;
-      break;
-    }
+    case GgufType::kU8:
+      return ReadAs<uint8_t>("u8 value", &out->u);
+    case GgufType::kU16:
+      return ReadAs<uint16_t>("u16 value", &out->u);
+    case GgufType::kU32:
+      return ReadAs<uint32_t>("u32 value", &out->u);
+    case GgufType::kU64:
+      return ReadAs<uint64_t>("u64 value", &out->u);
+    case GgufType::kI8:
+      return ReadAs<int8_t>("i8 value", &out->i);
+    case GgufType::kI16:
+      return ReadAs<int16_t>("i16 value", &out->i);
+    case GgufType::kI32:
+      return ReadAs<int32_t>("i32 value", &out->i);
+    case GgufType::kI64:
+      return ReadAs<int64_t>("i64 value", &out->i);
+    case GgufType::kF32:
+      return ReadAs<float>("f32 value", &out->f);
+    case GgufType::kF64:
+      return ReadAs<double>("f64 value", &out->f);
     case GgufType::kBool: {
       const uint64_t at = pos_;
       uint8_t v;
