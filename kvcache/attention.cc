@@ -1,6 +1,7 @@
-// CPU attention of one query token over the cache. For each kv head, every cached key slice is
-// decoded once and scored by all query heads of its group; softmax is max-subtracted in
-// float32; values are accumulated in token order. Blocks are walked in order and each row is
+// CPU attention of one query token over the cache. Each cached token's key slice of every kv
+// head in range is decoded once (one pass over the rows, row by row) and scored by all query
+// heads of its group; softmax is max-subtracted in float32; values are accumulated in token
+// order. Blocks are walked in order and each row is
 // handled identically, so paged and contiguous layouts give bit-identical results.
 #include "kvcache/attention.h"
 
@@ -63,53 +64,62 @@ void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer,
 }  // namespace
 
 size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx) {
-  const int group = s.n_kv_heads > 0 ? s.n_heads / s.n_kv_heads : 0;
-  return static_cast<size_t>(group) * static_cast<size_t>(std::max(n_ctx, 0)) +
-         2 * static_cast<size_t>(s.head_dim);
+  // Scores of every query head over the context, plus one decoded row slice.
+  return static_cast<size_t>(std::max(s.n_heads, 0)) * static_cast<size_t>(std::max(n_ctx, 0)) +
+         static_cast<size_t>(std::max(s.n_kv_heads, 0)) *
+             static_cast<size_t>(std::max(s.head_dim, 0));
 }
 
 void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
                int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {
+  if (kv_end <= kv_begin) return;
   const int hd = s.head_dim;
   const int group = s.n_heads / s.n_kv_heads;
+  const int n_q = (kv_end - kv_begin) * group;  // query heads computed here
   const std::span<const int32_t> table = cache.BlockTable(seq);
   const int64_t n_row = static_cast<int64_t>(s.n_kv_heads) * hd;
   const KvDtype dtype = cache.config().dtype;
+  float* out_q = out + static_cast<size_t>(kv_begin) * group * hd;
+  const float* q_q = q + static_cast<size_t>(kv_begin) * group * hd;
+  std::fill(out_q, out_q + static_cast<size_t>(n_q) * hd, 0.0f);
   // A context the sequence does not hold (or storage that is not host memory) yields zeros
   // rather than reading outside the pool.
-  const bool readable = n_ctx > 0 && cache.Row(table.empty() ? -1 : table[0], layer, 0, 0) &&
-                        static_cast<int64_t>(table.size()) * cache.block_size() >= n_ctx;
-  float* scores = scratch;
-  float* kv_buf = scratch + static_cast<size_t>(group) * static_cast<size_t>(std::max(n_ctx, 0));
-  for (int h = kv_begin; h < kv_end; ++h) {
-    float* out_h = out + static_cast<size_t>(h) * group * hd;
-    std::fill(out_h, out_h + static_cast<size_t>(group) * hd, 0.0f);
-    if (!readable) continue;
-    const float* q_h = q + static_cast<size_t>(h) * group * hd;
-    ForEachRow(cache, table, layer, 0, n_ctx, [&](int t, const uint8_t* row) {
-      KvDecodeRange(dtype, row, n_row, static_cast<int64_t>(h) * hd, hd, kv_buf);
-      for (int g = 0; g < group; ++g) {
-        scores[static_cast<size_t>(g) * n_ctx + t] = Dot(q_h + g * hd, kv_buf, hd) * s.scale;
-      }
-    });
-    for (int g = 0; g < group; ++g) {
-      float* p = scores + static_cast<size_t>(g) * n_ctx;
-      const float mx = *std::max_element(p, p + n_ctx);
-      float sum = 0;
-      for (int t = 0; t < n_ctx; ++t) {
-        p[t] = std::exp(p[t] - mx);
-        sum += p[t];
-      }
-      const float inv = 1.0f / sum;
-      for (int t = 0; t < n_ctx; ++t) p[t] *= inv;
-    }
-    ForEachRow(cache, table, layer, 1, n_ctx, [&](int t, const uint8_t* row) {
-      KvDecodeRange(dtype, row, n_row, static_cast<int64_t>(h) * hd, hd, kv_buf);
-      for (int g = 0; g < group; ++g) {
-        Axpy(scores[static_cast<size_t>(g) * n_ctx + t], kv_buf, out_h + g * hd, hd);
-      }
-    });
+  if (n_ctx <= 0 || table.empty() || !cache.Row(table[0], layer, 0, 0) ||
+      static_cast<int64_t>(table.size()) * cache.block_size() < n_ctx) {
+    return;
   }
+  float* scores = scratch;  // [n_q][n_ctx]
+  float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_ctx);
+  const int64_t slice_begin = static_cast<int64_t>(kv_begin) * hd;
+  const int64_t slice_len = static_cast<int64_t>(kv_end - kv_begin) * hd;
+  // Keys: each row's slice for these kv heads is decoded once; every query head of each
+  // group scores it.
+  ForEachRow(cache, table, layer, 0, n_ctx, [&](int t, const uint8_t* row) {
+    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
+    for (int h = 0; h < n_q; ++h) {
+      scores[static_cast<size_t>(h) * n_ctx + t] =
+          Dot(q_q + static_cast<size_t>(h) * hd, row_buf + (h / group) * hd, hd) * s.scale;
+    }
+  });
+  for (int h = 0; h < n_q; ++h) {
+    float* p = scores + static_cast<size_t>(h) * n_ctx;
+    const float mx = *std::max_element(p, p + n_ctx);
+    float sum = 0;
+    for (int t = 0; t < n_ctx; ++t) {
+      p[t] = std::exp(p[t] - mx);
+      sum += p[t];
+    }
+    const float inv = 1.0f / sum;
+    for (int t = 0; t < n_ctx; ++t) p[t] *= inv;
+  }
+  // Values, accumulated in token order.
+  ForEachRow(cache, table, layer, 1, n_ctx, [&](int t, const uint8_t* row) {
+    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
+    for (int h = 0; h < n_q; ++h) {
+      Axpy(scores[static_cast<size_t>(h) * n_ctx + t], row_buf + (h / group) * hd,
+           out_q + static_cast<size_t>(h) * hd, hd);
+    }
+  });
 }
 
 }  // namespace pinfer

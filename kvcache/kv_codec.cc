@@ -3,7 +3,12 @@
 // per-row scale in front of the row (see kv_dtype.h).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include "kvcache/kv_dtype.h"
 #include "loaders/fp16.h"
@@ -112,19 +117,58 @@ void EncodeQ4_0(const float* src, uint8_t* dst, int64_t n) {
   }
 }
 
-// Block decoders over values [begin, begin + count) of the row.
-template <typename Block, typename ValueFn>
-void DecodeBlocks(const uint8_t* row, int64_t begin, int64_t count, float* dst, ValueFn value) {
-  constexpr int64_t kQ = 32;
-  int64_t i = begin;
+// Block decoders over values [begin, begin + count) of the row: per block, the scale once,
+// then plain loops over the wanted values (which the compiler vectorises).
+void DecodeQ8_0(const uint8_t* row, int64_t begin, int64_t count, float* dst) {
   const int64_t end = begin + count;
-  while (i < end) {
-    const int64_t b = i / kQ;
-    Block blk;
-    std::memcpy(&blk, row + b * sizeof(Block), sizeof(Block));
-    const float d = Fp16ToFp32(blk.d);
-    const int64_t stop = std::min(end, (b + 1) * kQ);
-    for (; i < stop; ++i) *dst++ = value(blk, d, static_cast<int>(i - b * kQ));
+  for (int64_t i = begin; i < end;) {
+    const int64_t b = i / kQK8_0;
+    const uint8_t* blk = row + b * static_cast<int64_t>(sizeof(BlockQ8_0));
+    uint16_t dh;
+    std::memcpy(&dh, blk + offsetof(BlockQ8_0, d), 2);
+    const float d = Fp16ToFp32(dh);
+    const int8_t* qs = reinterpret_cast<const int8_t*>(blk + offsetof(BlockQ8_0, qs));
+    const int lo = static_cast<int>(i - b * kQK8_0);
+    const int hi = static_cast<int>(std::min<int64_t>(end - b * kQK8_0, kQK8_0));
+    for (int j = lo; j < hi; ++j) *dst++ = d * static_cast<float>(qs[j]);
+    i = b * kQK8_0 + hi;
+  }
+}
+
+void DecodeQ4_0(const uint8_t* row, int64_t begin, int64_t count, float* dst) {
+  constexpr int kHalf = kQK4_0 / 2;
+  const int64_t end = begin + count;
+  for (int64_t i = begin; i < end;) {
+    const int64_t b = i / kQK4_0;
+    const uint8_t* blk = row + b * static_cast<int64_t>(sizeof(BlockQ4_0));
+    uint16_t dh;
+    std::memcpy(&dh, blk + offsetof(BlockQ4_0, d), 2);
+    const float d = Fp16ToFp32(dh);
+    const uint8_t* qs = blk + offsetof(BlockQ4_0, qs);
+    const int lo = static_cast<int>(i - b * kQK4_0);
+    const int hi = static_cast<int>(std::min<int64_t>(end - b * kQK4_0, kQK4_0));
+    for (int j = lo; j < std::min(hi, kHalf); ++j) {  // low nibbles: values 0..15
+      *dst++ = d * static_cast<float>((qs[j] & 0xf) - 8);
+    }
+    for (int j = std::max(lo, kHalf); j < hi; ++j) {  // high nibbles: values 16..31
+      *dst++ = d * static_cast<float>((qs[j - kHalf] >> 4) - 8);
+    }
+    i = b * kQK4_0 + hi;
+  }
+}
+
+void DecodeF16(const uint8_t* src, int64_t count, float* dst) {
+  int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+  for (; i + 8 <= count; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = Fp16ToFp32(h);
   }
 }
 
@@ -167,11 +211,7 @@ void KvDecodeRange(KvDtype d, const uint8_t* row, int64_t n, int64_t begin, int6
       std::memcpy(dst, row + 4 * begin, static_cast<size_t>(count) * 4);
       return;
     case KvDtype::kF16:
-      for (int64_t i = 0; i < count; ++i) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * (begin + i), 2);
-        dst[i] = Fp16ToFp32(h);
-      }
+      DecodeF16(row + 2 * begin, count, dst);
       return;
     case KvDtype::kBF16:
       for (int64_t i = 0; i < count; ++i) {
@@ -181,15 +221,10 @@ void KvDecodeRange(KvDtype d, const uint8_t* row, int64_t n, int64_t begin, int6
       }
       return;
     case KvDtype::kQ8_0:
-      DecodeBlocks<BlockQ8_0>(row, begin, count, dst, [](const BlockQ8_0& b, float s, int j) {
-        return s * static_cast<float>(b.qs[j]);
-      });
+      DecodeQ8_0(row, begin, count, dst);
       return;
     case KvDtype::kQ4_0:
-      DecodeBlocks<BlockQ4_0>(row, begin, count, dst, [](const BlockQ4_0& b, float s, int j) {
-        const int q = j < kQK4_0 / 2 ? (b.qs[j] & 0xf) : (b.qs[j - kQK4_0 / 2] >> 4);
-        return s * static_cast<float>(q - 8);
-      });
+      DecodeQ4_0(row, begin, count, dst);
       return;
     case KvDtype::kFp8E4M3: {
       float scale;
