@@ -72,7 +72,9 @@ size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx) {
 
 void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
                int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {
-  if (kv_end <= kv_begin) return;
+  if (kv_end <= kv_begin || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads) {
+    return;  // nothing to compute for a malformed shape (the engine validates shapes at load)
+  }
   const int hd = s.head_dim;
   const int group = s.n_heads / s.n_kv_heads;
   const int n_q = (kv_end - kv_begin) * group;  // query heads computed here

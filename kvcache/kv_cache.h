@@ -78,6 +78,7 @@ class KvCache {
   // compute). 0 when prefix caching is off or nothing matches.
   int MatchPrefix(SeqId id, std::span<const int32_t> prompt);
   // Blocks an Append of n more tokens would take from the pool (copy-on-write included).
+  // For an id not (yet) added: the blocks a new sequence of n tokens takes.
   int64_t BlocksNeeded(SeqId id, int n) const;
   int64_t NumFreeBlocks() const;  // free plus evictable cached blocks
   // Reserves slots for `tokens` after the sequence's current end. FailedPrecondition past
