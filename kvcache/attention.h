@@ -10,7 +10,7 @@ struct AttentionShape {
   int n_heads = 0;     // query heads
   int n_kv_heads = 0;  // key/value heads (grouped-query: n_heads % n_kv_heads == 0)
   int head_dim = 0;
-  float scale = 0;  // usually 1 / sqrt(head_dim)
+  float scale = 0;     // usually 1 / sqrt(head_dim)
 };
 
 // Floats of scratch AttendOne needs for a context of n_ctx tokens.
@@ -21,7 +21,7 @@ size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx);
 // Only the query heads of kv heads [kv_begin, kv_end) are computed (for splitting across
 // threads). Softmax in float32, accumulation in token order, so the result does not depend
 // on the layout or the block size.
-void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
-               int n_ctx, int kv_begin, int kv_end, float* out, float* scratch);
+void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s,
+               const float* q, int n_ctx, int kv_begin, int kv_end, float* out, float* scratch);
 
 }  // namespace pinfer
