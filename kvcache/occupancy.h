@@ -10,8 +10,8 @@ namespace pinfer {
 
 struct SeqOccupancy {
   int64_t id = 0;
-  int64_t tokens = 0;  // tokens stored
-  int64_t slots = 0;   // slots its blocks hold (blocks x block size)
+  int64_t tokens = 0;         // tokens stored
+  int64_t slots = 0;          // slots its blocks hold (blocks x block size)
   int64_t blocks = 0;
   int64_t fragmentation = 0;  // slots - tokens
 };
@@ -23,11 +23,11 @@ struct OccupancyReport {
   // used: referenced by a block table; cached: idle prefix-cache entries (no references,
   // reusable, evicted LRU-first; NumFreeBlocks counts them); free: on the free list.
   int64_t blocks_total = 0, blocks_used = 0, blocks_free = 0, blocks_cached = 0;
-  int64_t tokens_stored = 0;    // distinct stored tokens (shared blocks count once)
-  int64_t slots_allocated = 0;  // slots of used blocks
-  int64_t fragmentation = 0;    // slots_allocated - tokens_stored
-  uint64_t bytes_reserved = 0;  // whole pool
-  uint64_t bytes_used = 0;      // tokens_stored x bytes_per_token
+  int64_t tokens_stored = 0;     // distinct stored tokens (shared blocks count once)
+  int64_t slots_allocated = 0;   // slots of used blocks
+  int64_t fragmentation = 0;     // slots_allocated - tokens_stored
+  uint64_t bytes_reserved = 0;   // whole pool
+  uint64_t bytes_used = 0;       // tokens_stored x bytes_per_token
   std::vector<SeqOccupancy> seqs;
 
   double utilization() const {  // bytes holding tokens over bytes reserved
