@@ -61,6 +61,8 @@ class KvCache {
   ~KvCache();
 
   // Geometry.
+  // The config as used: pool size resolved into num_blocks; contiguous has block_size =
+  // max_model_len and prefix_caching off.
   const KvCacheConfig& config() const { return config_; }
   int block_size() const;           // slots per block (max_model_len when contiguous)
   int64_t num_blocks() const;
@@ -76,6 +78,7 @@ class KvCache {
   // compute). 0 when prefix caching is off or nothing matches.
   int MatchPrefix(SeqId id, std::span<const int32_t> prompt);
   // Blocks an Append of n more tokens would take from the pool (copy-on-write included).
+  // For an id not (yet) added: the blocks a new sequence of n tokens takes.
   int64_t BlocksNeeded(SeqId id, int n) const;
   int64_t NumFreeBlocks() const;  // free plus evictable cached blocks
   // Reserves slots for `tokens` after the sequence's current end. FailedPrecondition past
@@ -99,6 +102,11 @@ class KvCache {
   const uint8_t* TokenRow(SeqId id, int pos, int layer, int kv) const;
 
   OccupancyReport Report() const;
+
+  // Diagnostics (tests, debugging): references held on a block (0 for free or idle cached
+  // blocks); and a full consistency check of ref counts, free list and prefix cache.
+  int32_t ref_count(int32_t block) const;
+  absl::Status CheckInvariants() const;
 
   class Impl;
 

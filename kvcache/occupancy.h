@@ -20,6 +20,8 @@ struct OccupancyReport {
   std::string dtype, layout;
   int block_size = 0;
   uint64_t bytes_per_token = 0;  // 2 x layers x row bytes of the format
+  // used: referenced by a block table; cached: idle prefix-cache entries (no references,
+  // reusable, evicted LRU-first; NumFreeBlocks counts them); free: on the free list.
   int64_t blocks_total = 0, blocks_used = 0, blocks_free = 0, blocks_cached = 0;
   int64_t tokens_stored = 0;     // distinct stored tokens (shared blocks count once)
   int64_t slots_allocated = 0;   // slots of used blocks

@@ -1,0 +1,149 @@
+// KV cache micro-benchmarks: block-table operations per op, and CPU attention of one query
+// token over a 7B-like head layout (32 query heads, 8 kv heads, head_dim 128), paged vs
+// contiguous, for every KV format.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kvcache/attention.h"
+#include "kvcache/kv_cache.h"
+
+namespace pinfer {
+namespace {
+
+class NoStorage final : public KvStorage {
+ public:
+  uint8_t* base() override { return nullptr; }
+  void CopyBlock(int32_t, int32_t) override {}
+};
+
+std::unique_ptr<KvCache> AccountingCache(int num_blocks) {
+  KvCacheConfig c;
+  c.n_layers = 32;
+  c.n_kv_heads = 8;
+  c.head_dim = 128;
+  c.block_size = 16;
+  c.max_model_len = 4096;
+  c.max_num_seqs = 1024;
+  c.num_blocks = num_blocks;
+  return *KvCache::Create(c, std::make_unique<NoStorage>());
+}
+
+// One block taken and returned: Append of a block's worth of tokens, then Free.
+void BM_AllocateFree(benchmark::State& state) {
+  auto cache = AccountingCache(4096);
+  const std::vector<int32_t> tokens(16, 1);
+  SeqId id = 0;
+  for (auto _ : state) {
+    (void)cache->AddSequence(id);
+    (void)cache->Append(id, tokens);
+    cache->Free(id);
+    ++id;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AllocateFree);
+
+// Decode-style growth: one token per Append (a new block every 16 tokens).
+void BM_AppendOneToken(benchmark::State& state) {
+  auto cache = AccountingCache(4096);
+  const int32_t token = 1;
+  SeqId id = 0;
+  (void)cache->AddSequence(id);
+  for (auto _ : state) {
+    if (cache->num_tokens(id) == 4096) {
+      state.PauseTiming();
+      cache->Free(id);
+      (void)cache->AddSequence(++id);
+      state.ResumeTiming();
+    }
+    (void)cache->Append(id, std::span(&token, 1));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AppendOneToken);
+
+// Fork a 1000-token sequence (63 blocks shared), copy-on-write its last block, free it.
+void BM_ForkAppendFree(benchmark::State& state) {
+  auto cache = AccountingCache(4096);
+  (void)cache->AddSequence(0);
+  (void)cache->Append(0, std::vector<int32_t>(1000, 1));
+  const int32_t token = 2;
+  SeqId id = 1;
+  for (auto _ : state) {
+    (void)cache->Fork(0, id);
+    (void)cache->Append(id, std::span(&token, 1));
+    cache->Free(id);
+    ++id;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ForkAppendFree);
+
+// A new sequence whose 512-token prompt is cached: MatchPrefix takes 31 blocks, then Free.
+void BM_PrefixHit(benchmark::State& state) {
+  auto cache = AccountingCache(4096);
+  std::vector<int32_t> prompt(512);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 7 % 32000);
+  (void)cache->AddSequence(0);
+  (void)cache->Append(0, prompt);
+  cache->MarkComputed(0, 512);
+  cache->Free(0);
+  SeqId id = 1;
+  int matched = 0;
+  for (auto _ : state) {
+    (void)cache->AddSequence(id);
+    matched = cache->MatchPrefix(id, prompt);
+    cache->Free(id);
+    ++id;
+  }
+  state.counters["blocks"] = matched / 16;
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PrefixHit);
+
+// AttendOne over n_ctx tokens of one layer: args {dtype index, layout, n_ctx}.
+void BM_Attend(benchmark::State& state) {
+  const KvDtype d = kAllKvDtypes[state.range(0)];
+  const KvLayout layout = state.range(1) ? KvLayout::kContiguous : KvLayout::kPaged;
+  const int n_ctx = static_cast<int>(state.range(2));
+  KvCacheConfig c;
+  c.n_layers = 1;
+  c.n_kv_heads = 8;
+  c.head_dim = 128;
+  c.dtype = d;
+  c.layout = layout;
+  c.block_size = 16;
+  c.max_model_len = 4096;
+  c.num_blocks = layout == KvLayout::kPaged ? 4096 / 16 : 1;
+  auto cache = *KvCache::Create(c);
+  (void)cache->AddSequence(1);
+  (void)cache->Append(1, std::vector<int32_t>(static_cast<size_t>(n_ctx), 1));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist;
+  std::vector<float> row(8 * 128);
+  for (int t = 0; t < n_ctx; ++t) {
+    for (int kv = 0; kv < 2; ++kv) {
+      for (float& v : row) v = dist(rng);
+      KvEncodeRow(d, row.data(), cache->TokenRow(1, t, 0, kv), 8 * 128);
+    }
+  }
+  const AttentionShape s{32, 8, 128, 1.0f / std::sqrt(128.0f)};
+  std::vector<float> q(32 * 128), out(32 * 128), scratch(AttentionScratchFloats(s, n_ctx));
+  for (float& v : q) v = dist(rng);
+  for (auto _ : state) {
+    AttendOne(*cache, 1, 0, s, q.data(), n_ctx, 0, 8, out.data(), scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(KvDtypeName(d)) + (state.range(1) ? " contiguous" : " paged"));
+  state.SetBytesProcessed(state.iterations() * 2 * n_ctx *
+                          static_cast<int64_t>(cache->row_bytes()));
+}
+BENCHMARK(BM_Attend)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}, {512, 4096}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace pinfer

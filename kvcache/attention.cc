@@ -1,0 +1,127 @@
+// CPU attention of one query token over the cache. Each cached token's key slice of every kv
+// head in range is decoded once (one pass over the rows, row by row) and scored by all query
+// heads of its group; softmax is max-subtracted in float32; values are accumulated in token
+// order. Blocks are walked in order and each row is
+// handled identically, so paged and contiguous layouts give bit-identical results.
+#include "kvcache/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+namespace pinfer {
+namespace {
+
+// Fixed-order dot product: 8 lanes of FMA, then a fixed horizontal sum, then the tail.
+float Dot(const float* a, const float* b, int n) {
+  int i = 0;
+  float sum = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  if (n >= 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8)
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    sum = _mm_cvtss_f32(s);
+  }
+#endif
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y += p * x (element-wise, so the order per element is the token order).
+void Axpy(float p, const float* x, float* y, int n) {
+  int i = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  const __m256 vp = _mm256_set1_ps(p);
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+#endif
+  for (; i < n; ++i) y[i] = std::fma(p, x[i], y[i]);
+}
+
+// Calls fn(t, row) for the rows of tokens [0, n_ctx) of one layer's keys or values.
+template <typename Fn>
+void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int n_ctx,
+                Fn fn) {
+  const int bs = cache.block_size();
+  const size_t row_bytes = cache.row_bytes();
+  int t = 0;
+  for (size_t blk = 0; t < n_ctx; ++blk) {
+    const uint8_t* row = cache.Row(table[blk], layer, kv, 0);  // a block's rows are adjacent
+    const int stop = std::min(n_ctx, t + bs);
+    for (; t < stop; ++t, row += row_bytes) fn(t, row);
+  }
+}
+
+}  // namespace
+
+size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx) {
+  // Scores of every query head over the context, plus one decoded row slice.
+  return static_cast<size_t>(std::max(s.n_heads, 0)) * static_cast<size_t>(std::max(n_ctx, 0)) +
+         static_cast<size_t>(std::max(s.n_kv_heads, 0)) *
+             static_cast<size_t>(std::max(s.head_dim, 0));
+}
+
+void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
+               int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {
+  if (kv_end <= kv_begin || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads) {
+    return;  // nothing to compute for a malformed shape (the engine validates shapes at load)
+  }
+  const int hd = s.head_dim;
+  const int group = s.n_heads / s.n_kv_heads;
+  const int n_q = (kv_end - kv_begin) * group;  // query heads computed here
+  const std::span<const int32_t> table = cache.BlockTable(seq);
+  const int64_t n_row = static_cast<int64_t>(s.n_kv_heads) * hd;
+  const KvDtype dtype = cache.config().dtype;
+  float* out_q = out + static_cast<size_t>(kv_begin) * group * hd;
+  const float* q_q = q + static_cast<size_t>(kv_begin) * group * hd;
+  std::fill(out_q, out_q + static_cast<size_t>(n_q) * hd, 0.0f);
+  // A context the sequence does not hold (or storage that is not host memory) yields zeros
+  // rather than reading outside the pool.
+  if (n_ctx <= 0 || table.empty() || !cache.Row(table[0], layer, 0, 0) ||
+      static_cast<int64_t>(table.size()) * cache.block_size() < n_ctx) {
+    return;
+  }
+  float* scores = scratch;  // [n_q][n_ctx]
+  float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_ctx);
+  const int64_t slice_begin = static_cast<int64_t>(kv_begin) * hd;
+  const int64_t slice_len = static_cast<int64_t>(kv_end - kv_begin) * hd;
+  // Keys: each row's slice for these kv heads is decoded once; every query head of each
+  // group scores it.
+  ForEachRow(cache, table, layer, 0, n_ctx, [&](int t, const uint8_t* row) {
+    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
+    for (int h = 0; h < n_q; ++h) {
+      scores[static_cast<size_t>(h) * n_ctx + t] =
+          Dot(q_q + static_cast<size_t>(h) * hd, row_buf + (h / group) * hd, hd) * s.scale;
+    }
+  });
+  for (int h = 0; h < n_q; ++h) {
+    float* p = scores + static_cast<size_t>(h) * n_ctx;
+    const float mx = *std::max_element(p, p + n_ctx);
+    float sum = 0;
+    for (int t = 0; t < n_ctx; ++t) {
+      p[t] = std::exp(p[t] - mx);
+      sum += p[t];
+    }
+    const float inv = 1.0f / sum;
+    for (int t = 0; t < n_ctx; ++t) p[t] *= inv;
+  }
+  // Values, accumulated in token order.
+  ForEachRow(cache, table, layer, 1, n_ctx, [&](int t, const uint8_t* row) {
+    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
+    for (int h = 0; h < n_q; ++h) {
+      Axpy(scores[static_cast<size_t>(h) * n_ctx + t], row_buf + (h / group) * hd,
+           out_q + static_cast<size_t>(h) * hd, hd);
+    }
+  });
+}
+
+}  // namespace pinfer
