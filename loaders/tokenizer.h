@@ -32,6 +32,8 @@ struct TokenizerSpec {
   bool add_bos = true;
   bool add_eos = false;
   bool add_space_prefix = true;      // SentencePiece dummy prefix
+  bool ignore_merges = false;        // BPE: a pre-token found whole in the vocab is one token
+  std::string chat_template;         // Jinja chat template from the model, "" when none
 };
 
 class Tokenizer {
@@ -47,6 +49,10 @@ class Tokenizer {
                                       bool parse_special = false) const = 0;
   // The bytes a token stands for (byte tokens resolved, "▁" / "Ġ" mapped back), no stripping.
   virtual std::string TokenBytes(int32_t id) const = 0;
+
+  // Text of a sequence of ids as StreamDecoder prints it (control tokens dropped, the
+  // SentencePiece dummy-prefix space after BOS removed, invalid UTF-8 as U+FFFD).
+  std::string Decode(const std::vector<int32_t>& ids) const;
 
   const TokenizerSpec& spec() const { return spec_; }
   int32_t n_vocab() const { return (int32_t)spec_.tokens.size(); }
