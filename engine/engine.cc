@@ -263,7 +263,8 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->id = next_seq_++;
     child->request_id = parent->request_id;
     child->index = i;
-    child->tokens = parent->tokens;
+    // The prompt only: the parent has already appended its own first sampled token.
+    child->tokens.assign(parent->tokens.begin(), parent->tokens.begin() + parent->n_computed);
     child->prompt_len = parent->prompt_len;
     child->n_computed = parent->n_computed;
     child->n_cached_prompt = parent->n_cached_prompt;

@@ -1,5 +1,6 @@
 // KV formats and layouts on a real model: paged and contiguous give bit-identical logits for
 // each format, and every format runs and stays close to f32 KV.
+#include <cstdio>
 #include <cstring>
 
 #include "engine/model.h"
@@ -49,30 +50,33 @@ TEST_P(KvFormats, StaysCloseToF32Kv) {
   auto got = testing::PromptLogits(**m, testing::SmallConfig(GetParam()), prompt);
   ASSERT_TRUE(ref.ok() && got.ok());
   const testing::Diff d = testing::Compare(*got, *ref);
-  // Relative L2 error of the logits against f32 KV; bounds measured on this model with
-  // headroom: 16-bit formats ~1e-3, q8_0 ~1e-2, fp8 and q4_0 coarser.
+  // Relative L2 error of the logits against f32 KV. Measured on this prompt: f16 2.9e-4,
+  // bf16 1.6e-3, q8_0 9.3e-3, fp8 2.6e-2, q4_0 0.27 (one 4-bit scale spans all four heads'
+  // keys of a layer in this model, so q4_0 KV is coarse here). Bounds leave ~1.5-3x headroom.
   double bound = 0;
   switch (GetParam()) {
     case KvDtype::kF32:
       bound = 0;
       break;
     case KvDtype::kF16:
-      bound = 5e-3;
+      bound = 1e-3;
       break;
     case KvDtype::kBF16:
-      bound = 3e-2;
+      bound = 5e-3;
       break;
     case KvDtype::kQ8_0:
-      bound = 3e-2;
+      bound = 2e-2;
       break;
     case KvDtype::kFp8E4M3:
-      bound = 1.5e-1;
+      bound = 6e-2;
       break;
     case KvDtype::kQ4_0:
-      bound = 2.5e-1;
+      bound = 0.4;
       break;
   }
   EXPECT_LE(d.rel_l2, bound) << "max abs diff " << d.max_abs;
+  std::printf("kv %s: logits rel L2 %.3g, max abs %.3g against f32 KV\n",
+              std::string(KvDtypeName(GetParam())).c_str(), d.rel_l2, d.max_abs);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, KvFormats, ::testing::ValuesIn(kAllKvDtypes),

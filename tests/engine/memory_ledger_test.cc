@@ -141,7 +141,8 @@ TEST(MemoryLedger, RejectsUnusableSettings) {
   EXPECT_FALSE(ComputeLedger(in, o).ok());
   EXPECT_FALSE(PlanInputFromShape("nope", "Q4_0").ok());
   EXPECT_FALSE(PlanInputFromShape("tiny", "Q9").ok());
-  EXPECT_EQ(PlanInputFromModelFile("x.gguf").status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(PlanInputFromModelFile("no-such-model.gguf").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(MemoryLedger, JsonAndText) {
