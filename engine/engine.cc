@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/build_info.h"
 #include "engine/cpu_backend.h"
 #include "engine/memory_ledger.h"
 #include "engine/model_plan.h"
@@ -69,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
       ledger->kv_pool_tokens = useful * opt.block_size;
       ledger->kv_pool_bytes = static_cast<uint64_t>(useful) * ledger->kv_bytes_per_block;
       ledger->max_concurrency = config.max_num_seqs;
-      ledger->max_model_len_fit = std::max<int64_t>(ledger->max_model_len_fit, 0);
+      ledger->max_model_len_fit = ledger->kv_pool_tokens;
     }
   }
   std::unique_ptr<Engine> e(new Engine(model, config));
@@ -101,7 +102,76 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
       FormatBytes(ledger->kv_pool_bytes), Sv(KvDtypeName(config.kv_dtype)),
       Sv(KvLayoutName(config.kv_layout)), config.max_model_len, ledger->max_concurrency);
   if (!quiet) std::fprintf(stderr, "%s\n", e->pool_summary_.c_str());
+  MemoryReportHeader header;
+  header.model = mc.name.empty() ? model.path() : mc.name;
+  header.weight_format = model.WeightFormat();
+  header.kv_format = std::string(KvDtypeName(config.kv_dtype));
+  header.cache_layout =
+      config.kv_layout == KvLayout::kPaged
+          ? absl::StrCat("paged (blocks of ", config.block_size, " tokens)")
+          : absl::StrCat("contiguous (", config.max_model_len, " slots per sequence)");
+  header.device = e->backend_->name();
+  header.version = BuildInfo();
+  e->report_ = std::make_unique<MemoryReport>(header);
+  e->report_->Record(kStageAfterLoad, e->LineUsages());
+  if (absl::Status s = e->WarmUp(); !s.ok()) return s;
+  e->report_->Record(kStageWarmUp, e->LineUsages());
   return e;
+}
+
+// One token through a scratch sequence, so buffers are touched before the first request.
+absl::Status Engine::WarmUp() {
+  const SeqId scratch = -1;
+  const int32_t tok = std::max(0, model_.tokenizer().bos());
+  if (absl::Status s = cache_->AddSequence(scratch); !s.ok()) return s;
+  const int32_t one[1] = {tok};
+  absl::Status s = cache_->Append(scratch, one);
+  if (s.ok()) {
+    ForwardBatch batch;
+    batch.Add(tok, 0, scratch, true);
+    s = backend_->Forward(batch, *cache_, logits_.data());
+  }
+  cache_->Free(scratch);
+  return s;
+}
+
+std::vector<LineUsage> Engine::LineUsages() const {
+  const OccupancyReport kv = cache_->Report();
+  return {
+      {std::string(kLineWeights), ledger_.weights_bytes, ledger_.weights_bytes},
+      {std::string(kLineKvCache), static_cast<uint64_t>(kv.blocks_used) * cache_->block_bytes(),
+       kv.bytes_reserved},
+      {std::string(kLineWorkspace), backend_->WorkspaceBytes(), ledger_.workspace_bytes},
+      {std::string(kLineReserve), 0, ledger_.reserve_bytes},
+  };
+}
+
+void Engine::RecordStages(const std::vector<ScheduledChunk>& chunks) {
+  bool prefill = false, decode_only = true;
+  for (const ScheduledChunk& c : chunks) {
+    const bool decode = c.count == 1 && c.seq->num_output() > 0;
+    prefill |= !decode;
+    decode_only &= decode;
+  }
+  if (prefill && !seen_prefill_) {
+    seen_prefill_ = true;
+    report_->Record(kStageFirstPrefill, LineUsages());
+  }
+  if (decode_only && !seen_decode_) {
+    seen_decode_ = true;
+    report_->Record(kStageDecoding, LineUsages());
+  }
+  if (scheduler_->num_running() > stats_.max_running || peak_.stage.empty()) {
+    peak_.stage = std::string(kStagePeakConcurrency);
+    peak_.lines = LineUsages();
+    peak_.rss_bytes = ResidentBytes().value_or(0);
+  }
+}
+
+MemoryReport Engine::memory_report() const {
+  MemoryReport r = *report_;
+  if (!peak_.stage.empty()) r.Record(peak_.stage, peak_.lines, peak_.rss_bytes);
+  return r;
 }
 
 absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
@@ -301,6 +371,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
     if (!decode) stats_.prefill_tokens += c.count;
   }
   if (absl::Status s = backend_->Forward(batch, *cache_, logits_.data()); !s.ok()) return s;
+  RecordStages(*chunks);
   ++stats_.steps;
   stats_.max_running = std::max(stats_.max_running, scheduler_->num_running());
   // Sampling consumes logits rows in chunk order; forks reuse the last rows of logits_, so

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend.h"
 #include "engine/memory_ledger.h"
+#include "engine/memory_report.h"
 #include "engine/model.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -98,6 +99,10 @@ class Engine {
   const Backend& backend() const { return *backend_; }
   EngineStats stats() const;
   OccupancyReport KvReport() const { return cache_->Report(); }
+  // Memory by stage (after load, warm-up, first prefill, decoding, peak concurrency): each
+  // ledger line's allocated and reserved bytes and the process's resident memory.
+  MemoryReport memory_report() const;
+
   // The ledger the pool was sized from, and the line printed at start.
   const MemoryLedger& ledger() const { return ledger_; }
   const std::string& pool_summary() const { return pool_summary_; }
@@ -109,6 +114,9 @@ class Engine {
   void EmitText(Sequence* seq, SequenceOutput* out);
   void Finish(Sequence* seq, FinishReason reason);
   SequenceOutput OutputFor(const Sequence& seq) const;
+  std::vector<LineUsage> LineUsages() const;
+  void RecordStages(const std::vector<ScheduledChunk>& chunks);
+  absl::Status WarmUp();
 
   const Model& model_;
   EngineConfig config_;
@@ -119,6 +127,9 @@ class Engine {
   std::map<int64_t, std::vector<SeqId>> requests_;
   std::vector<float> logits_;  // [max_num_batched_tokens x n_vocab] at most
   LogitsObserver logits_observer_;
+  std::unique_ptr<MemoryReport> report_;
+  bool seen_prefill_ = false, seen_decode_ = false;
+  StageRecord peak_;  // lines at the most sequences running at once
   MemoryLedger ledger_;
   std::string pool_summary_;
   int64_t next_request_ = 1;

@@ -56,7 +56,8 @@ int RunMain(int argc, char** argv) {
   a.Add("--stop", &stop, "stop string (generation ends before it)");
   a.Add("--logits-out", &logits_out, "write the logits after the last prompt token (float32 LE)");
   a.AddSwitch("--kv-report", &kv_report, "print the KV occupancy report after generation");
-  a.AddSwitch("--memory-report", &memory_report, "print the memory ledger after generation");
+  a.AddSwitch("--memory-report", &memory_report,
+              "print the memory ledger and the memory report by stage after generation");
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   sp.seed = static_cast<uint64_t>(seed);
   if (!stop.empty()) sp.stop.push_back(stop);
@@ -112,7 +113,9 @@ int RunMain(int argc, char** argv) {
   std::fprintf(stderr, "%ld prompt tokens, %ld generated in %ld steps\n", (long)req.prompt.size(),
                (long)st.generated_tokens, (long)st.steps);
   if (kv_report) std::fprintf(stderr, "%s", e.KvReport().ToText().c_str());
-  if (memory_report) std::fprintf(stderr, "%s", e.ledger().ToText().c_str());
+  if (memory_report) {
+    std::fprintf(stderr, "%s\n%s", e.ledger().ToText().c_str(), e.memory_report().ToText().c_str());
+  }
   return 0;
 }
 
