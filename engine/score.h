@@ -1,0 +1,23 @@
+// Logits at every position of a fixed token sequence (teacher forcing), for quality
+// measurements: KV-format comparisons, perplexity, KL divergence.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "kvcache/kv_cache.h"
+
+namespace pinfer {
+
+// Runs tokens[0..n) as one sequence from position 0 in chunks of at most `chunk` tokens
+// through `backend`, with a fresh KV cache of `kv_dtype`, and returns the logits after each
+// token: [n x n_vocab], row i predicts tokens[i + 1].
+absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& backend,
+                                                 KvDtype kv_dtype, std::span<const int32_t> tokens,
+                                                 int chunk);
+
+}  // namespace pinfer
