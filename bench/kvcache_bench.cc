@@ -13,12 +13,6 @@
 namespace pinfer {
 namespace {
 
-class NoStorage final : public KvStorage {
- public:
-  uint8_t* base() override { return nullptr; }
-  void CopyBlock(int32_t, int32_t) override {}
-};
-
 std::unique_ptr<KvCache> AccountingCache(int num_blocks) {
   KvCacheConfig c;
   c.n_layers = 32;
@@ -28,7 +22,7 @@ std::unique_ptr<KvCache> AccountingCache(int num_blocks) {
   c.max_model_len = 4096;
   c.max_num_seqs = 1024;
   c.num_blocks = num_blocks;
-  return *KvCache::Create(c, std::make_unique<NoStorage>());
+  return *KvCache::Create(c, KvCache::NoStorage());
 }
 
 // One block taken and returned: Append of a block's worth of tokens, then Free.

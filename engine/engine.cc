@@ -75,11 +75,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   }
   std::unique_ptr<Engine> e(new Engine(model, config));
   e->ledger_ = *ledger;
-  KvCacheConfig kc;
-  kc.n_layers = mc.n_layers;
-  kc.n_kv_heads = mc.n_kv_heads;
-  kc.head_dim = mc.head_dim;
-  kc.dtype = config.kv_dtype;
+  KvCacheConfig kc = KvCacheConfigFor(mc, config.kv_dtype);
   kc.layout = config.kv_layout;
   kc.block_size = config.block_size;
   kc.max_model_len = config.max_model_len;
@@ -343,7 +339,15 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->sampler = std::make_unique<Sampler>(child->params);
     child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
     child->arrival = parent->arrival;
-    if (!cache_->Fork(parent->id, child->id).ok()) continue;  // seats were reserved at admission
+    if (!cache_->Fork(parent->id, child->id).ok()) {
+      // Seats were reserved at admission, so this should not happen; if it does, the
+      // completion ends at once (cancelled) rather than leaving its request waiting forever.
+      SequenceOutput out = OutputFor(*child);
+      out.finished = true;
+      out.reason = FinishReason::kCancelled;
+      outs->push_back(std::move(out));
+      continue;
+    }
     Sequence* c = child.get();
     scheduler_->AddRunning(c);
     requests_[parent->request_id].push_back(c->id);

@@ -25,6 +25,15 @@ absl::Status ModelConfig::Validate() const {
   return absl::OkStatus();
 }
 
+KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype) {
+  KvCacheConfig kc;
+  kc.n_layers = c.n_layers;
+  kc.n_kv_heads = c.n_kv_heads;
+  kc.head_dim = c.head_dim;
+  kc.dtype = dtype;
+  return kc;
+}
+
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
   auto arch = f.GetString("general.architecture");

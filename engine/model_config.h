@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "kvcache/kv_cache.h"
 
 namespace pinfer {
 
@@ -37,6 +38,10 @@ struct ModelConfig {
   // Checks the shape is self-consistent (positive sizes, n_heads % n_kv_heads == 0, ...).
   absl::Status Validate() const;
 };
+
+// A KV cache config with this model's geometry (layers, kv heads, head dim) and a format;
+// pool size, layout and limits are left for the caller.
+KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype);
 
 // From GGUF metadata ({arch}.embedding_length, ...). Errors name the missing or bad key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);

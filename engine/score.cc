@@ -9,11 +9,7 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
                                                  int chunk) {
   const ModelConfig& c = model.config();
   const int n = static_cast<int>(tokens.size());
-  KvCacheConfig kc;
-  kc.n_layers = c.n_layers;
-  kc.n_kv_heads = c.n_kv_heads;
-  kc.head_dim = c.head_dim;
-  kc.dtype = kv_dtype;
+  KvCacheConfig kc = KvCacheConfigFor(c, kv_dtype);
   kc.max_model_len = std::max(n, 1);
   kc.max_num_seqs = 1;
   kc.block_size = 16;

@@ -115,6 +115,18 @@ KvCache::Impl::Seq* KvCache::Impl::Find(SeqId id) {
 
 // ---- Creation -----------------------------------------------------------------------------
 
+namespace {
+class AccountingOnlyStorage final : public KvStorage {
+ public:
+  uint8_t* base() override { return nullptr; }
+  void CopyBlock(int32_t, int32_t) override {}
+};
+}  // namespace
+
+std::unique_ptr<KvStorage> KvCache::NoStorage() {
+  return std::make_unique<AccountingOnlyStorage>();
+}
+
 std::unique_ptr<KvStorage> KvCache::HostStorage(const KvCacheConfig& config, int64_t num_blocks) {
   const auto row =
       KvRowBytes(config.dtype, static_cast<int64_t>(config.n_kv_heads) * config.head_dim);

@@ -32,11 +32,11 @@ struct KvCacheConfig {
   int head_dim = 0;
   KvDtype dtype = KvDtype::kF16;
   KvLayout layout = KvLayout::kPaged;
-  int block_size = 16;         // token slots per block, 8..256 (paged; contiguous uses max_model_len)
-  int max_model_len = 2048;    // longest sequence, prompt and output together
-  int max_num_seqs = 256;      // live sequences at once
-  int64_t num_blocks = 0;      // pool size in blocks, or (when 0)
-  uint64_t pool_bytes = 0;     // pool size in bytes, rounded down to whole blocks
+  int block_size = 16;       // token slots per block, 8..256 (paged; contiguous uses max_model_len)
+  int max_model_len = 2048;  // longest sequence, prompt and output together
+  int max_num_seqs = 256;    // live sequences at once
+  int64_t num_blocks = 0;    // pool size in blocks, or (when 0)
+  uint64_t pool_bytes = 0;   // pool size in bytes, rounded down to whole blocks
   bool prefix_caching = true;  // paged only
 };
 
@@ -53,8 +53,11 @@ class KvCache {
  public:
   // Validates the config (clear errors: block size range, formats that do not fit the row,
   // a pool smaller than one block). storage == nullptr: allocate host memory for the pool.
-  static absl::StatusOr<std::unique_ptr<KvCache>> Create(const KvCacheConfig& config,
-                                                         std::unique_ptr<KvStorage> storage = nullptr);
+  static absl::StatusOr<std::unique_ptr<KvCache>> Create(
+      const KvCacheConfig& config, std::unique_ptr<KvStorage> storage = nullptr);
+  // Storage with no memory behind it: accounting only (planning and benchmarks of
+  // 7B-sized pools; rows must not be addressed).
+  static std::unique_ptr<KvStorage> NoStorage();
   // Host storage of num_blocks x block_bytes (what Create uses when given none).
   static std::unique_ptr<KvStorage> HostStorage(const KvCacheConfig& config, int64_t num_blocks);
 
@@ -64,11 +67,11 @@ class KvCache {
   // The config as used: pool size resolved into num_blocks; contiguous has block_size =
   // max_model_len and prefix_caching off.
   const KvCacheConfig& config() const { return config_; }
-  int block_size() const;           // slots per block (max_model_len when contiguous)
+  int block_size() const;  // slots per block (max_model_len when contiguous)
   int64_t num_blocks() const;
-  size_t row_bytes() const;         // one token, one layer, keys or values
+  size_t row_bytes() const;  // one token, one layer, keys or values
   size_t block_bytes() const;
-  size_t bytes_per_token() const;   // 2 x layers x row_bytes
+  size_t bytes_per_token() const;  // 2 x layers x row_bytes
 
   // Sequences. Every error leaves the cache as it was.
   absl::Status AddSequence(SeqId id);  // AlreadyExists, or ResourceExhausted past max_num_seqs

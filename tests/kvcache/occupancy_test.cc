@@ -10,13 +10,6 @@
 namespace pinfer {
 namespace {
 
-// Accounting only: no memory behind the pool (for 7B-sized shapes).
-class NoStorage final : public KvStorage {
- public:
-  uint8_t* base() override { return nullptr; }
-  void CopyBlock(int32_t, int32_t) override {}
-};
-
 uint64_t BytesPerToken(int layers, int kv_heads, int head_dim, KvDtype d) {
   KvCacheConfig c;
   c.n_layers = layers;
@@ -24,7 +17,7 @@ uint64_t BytesPerToken(int layers, int kv_heads, int head_dim, KvDtype d) {
   c.head_dim = head_dim;
   c.dtype = d;
   c.num_blocks = 4;
-  auto cache = KvCache::Create(c, std::make_unique<NoStorage>());
+  auto cache = KvCache::Create(c, KvCache::NoStorage());
   EXPECT_TRUE(cache.ok()) << cache.status();
   if (!cache.ok()) return 0;
   EXPECT_EQ((*cache)->Report().bytes_per_token, (*cache)->bytes_per_token());
