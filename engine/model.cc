@@ -1,18 +1,22 @@
 #include "engine/model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "loaders/absl_compat.h"
 #include "loaders/gguf.h"
+#include "loaders/safetensors.h"
 
 namespace pinfer {
 
 Model::~Model() = default;
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return FromHfFolder(path);
   auto file = GgufFile::Open(path);
   if (!file.ok()) return file.status();
   return FromGguf(std::move(*file));
@@ -35,6 +39,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<GgufFile>
   auto weights = WeightsFromGguf(*file, m->config_);
   if (!weights.ok()) return weights.status();
   m->weights_ = std::move(*weights);
+  for (const GgufTensorInfo& t : file->tensors()) {
+    m->stored_.push_back(StoredTensor{t.name, t.type, t.n_elements(), t.nbytes});
+  }
+  m->source_format_ = "gguf";
   m->gguf_ = std::move(file);
   return m;
 }

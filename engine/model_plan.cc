@@ -9,13 +9,13 @@ namespace pinfer {
 absl::StatusOr<PlanInput> PlanInputFromModel(const Model& model) {
   PlanInput in;
   in.config = model.config();
-  if (const GgufFile* f = model.gguf()) {
+  if (!model.stored_tensors().empty()) {
     std::map<GgmlType, WeightLine> lines;
-    for (const GgufTensorInfo& t : f->tensors()) {
+    for (const StoredTensor& t : model.stored_tensors()) {
       WeightLine& l = lines[t.type];
       l.type = std::string(GgmlTypeInfoOf(t.type).name);
       ++l.tensors;
-      l.bytes += t.nbytes;
+      l.bytes += t.bytes;
     }
     for (auto& [type, line] : lines) in.weights.push_back(line);
   } else {

@@ -23,6 +23,10 @@ struct WeightMatrix {
   int64_t rows = 0, cols = 0;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  // Act-order input permutation (GPTQ desc_act repacked to Q4_1): column k of the stored matrix
+  // is input column input_perm[k], so MatMul multiplies with x'[k] = x[input_perm[k]]. Empty
+  // means identity.
+  std::vector<int32_t> input_perm;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   uint64_t bytes() const { return static_cast<uint64_t>(rows) * row_bytes; }
 };

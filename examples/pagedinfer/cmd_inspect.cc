@@ -14,7 +14,8 @@ namespace pinfer::cli {
 
 int InspectMain(int argc, char** argv) {
   bool json = false;
-  Args a("inspect", "pagedinfer inspect MODEL [--json]",
+  Args a("inspect",
+         "pagedinfer inspect MODEL [--json]   (MODEL: a GGUF file or a Hugging Face folder)",
          {"pagedinfer inspect stories260K.gguf", "pagedinfer inspect model.gguf --json"});
   a.AddSwitch("--json", &json, "print JSON");
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
@@ -47,14 +48,16 @@ int InspectMain(int argc, char** argv) {
   j["tied_embeddings"] = c.tied_embeddings;
   int64_t params = 0;
   nlohmann::json types = nlohmann::json::object();
-  for (const GgufTensorInfo& t : m.gguf()->tensors()) {
-    params += t.n_elements();
+  for (const StoredTensor& t : m.stored_tensors()) {
+    params += t.n_elements;
     auto& e = types[std::string(GgmlTypeInfoOf(t.type).name)];
+    if (e.is_null()) e = {{"tensors", 0}, {"bytes", uint64_t{0}}};
     e["tensors"] = e.value("tensors", 0) + 1;
-    e["bytes"] = e.value("bytes", uint64_t{0}) + t.nbytes;
+    e["bytes"] = e.value("bytes", uint64_t{0}) + t.bytes;
   }
   j["parameters"] = params;
-  j["tensors"] = m.gguf()->tensors().size();
+  j["tensors"] = m.stored_tensors().size();
+  j["format"] = m.source_format();
   j["tensor_types"] = types;
   const Tokenizer& tok = m.tokenizer();
   j["tokenizer"] = {
@@ -81,7 +84,8 @@ int InspectMain(int argc, char** argv) {
   std::printf("context       %d trained; rope theta %g (%s); rms eps %g%s\n", c.context_length,
               c.rope_theta, j["rope_style"].get<std::string>().c_str(), c.rms_eps,
               c.tied_embeddings ? "; tied embeddings" : "");
-  std::printf("parameters    %ld in %zu tensors\n", (long)params, m.gguf()->tensors().size());
+  std::printf("format        %s\n", m.source_format().c_str());
+  std::printf("parameters    %ld in %zu tensors\n", (long)params, m.stored_tensors().size());
   for (auto& [name, e] : types.items()) {
     std::printf("  %-6s      %4d tensors, %s bytes\n", name.c_str(), e["tensors"].get<int>(),
                 std::to_string(e["bytes"].get<uint64_t>()).c_str());

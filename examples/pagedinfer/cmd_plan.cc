@@ -21,7 +21,7 @@ int PlanMain(int argc, char** argv) {
             {"pagedinfer plan --shape llama2-7b --type Q4_0 --memory 16GiB --kv-dtype f16",
              "pagedinfer plan --shape mistral-7b --type Q4_K_M --memory 8GiB --max-model-len "
              "32768 --json"});
-  args.Add("-m,--model", &model, "model file (GGUF)");
+  args.Add("-m,--model", &model, "model: a GGUF file or a Hugging Face folder");
   args.Add("--shape", &shape,
            "named shape instead of a file: " + absl::StrJoin(NamedShapeNames(), ", "));
   args.Add("--type", &type, "file type with --shape (Q4_0, Q4_K_M, Q8_0, F16, ...)");

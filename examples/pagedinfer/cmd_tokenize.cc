@@ -14,7 +14,7 @@ int TokenizeMain(int argc, char** argv) {
   Args a("tokenize", "pagedinfer tokenize -m MODEL -p TEXT [--ids-only]",
          {"pagedinfer tokenize -m stories260K.gguf -p \"Once upon a time\"",
           "pagedinfer tokenize -m model.gguf -p \"Hello world\" --ids-only"});
-  a.Add("-m,--model", &model_path, "model file (GGUF)");
+  a.Add("-m,--model", &model_path, "model: a GGUF file or a Hugging Face folder");
   a.Add("-p,--prompt", &prompt, "text to tokenize");
   a.AddSwitch("--ids-only", &ids_only, "print only the ids, as a list");
   a.AddSwitch("--no-bos", &no_bos, "do not add BOS/EOS");

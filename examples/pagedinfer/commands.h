@@ -15,12 +15,15 @@ int InspectMain(int argc, char** argv);
 int SynthMain(int argc, char** argv);
 int PlanMain(int argc, char** argv);
 int DemoMain(int argc, char** argv);
+int ConvertMain(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"run", "generate text from a prompt", RunMain},
     {"tokenize", "show the token ids a model's tokenizer makes of a text", TokenizeMain},
     {"inspect", "describe a model file: shapes, tensor types, vocabulary, KV cost", InspectMain},
     {"plan", "size the memory ledger and KV pool for a model and memory budget", PlanMain},
+    {"convert", "write a Hugging Face model folder (safetensors, GPTQ, AWQ) as a GGUF file",
+     ConvertMain},
     {"synth", "write a Llama-shaped GGUF with seeded random weights", SynthMain},
     {"demo", "the main job on a built-in default: generation, paged KV, the memory ledger",
      DemoMain},

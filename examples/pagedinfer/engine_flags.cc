@@ -3,7 +3,7 @@
 namespace pinfer::cli {
 
 void EngineFlags::Register(Args& a) {
-  a.Add("-m,--model", &model, "model file (GGUF)");
+  a.Add("-m,--model", &model, "model: a GGUF file or a Hugging Face folder");
   a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
   a.Add("--kv-layout", &kv_layout, "KV cache layout: paged or contiguous");
   a.Add("--block-size", &block_size, "token slots per KV block (8..256)");
