@@ -35,7 +35,7 @@ template <typename T>
 class DevBuf {
  public:
   explicit DevBuf(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
     Poison();
   }
   explicit DevBuf(const std::vector<T>& v) : DevBuf(v.size()) { Upload(v); }
