@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kvcache/kv_cache.h"
 
 namespace pinfer {
@@ -36,6 +38,22 @@ class Backend {
   virtual absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
   // Bytes of working memory the backend holds for a step of max_tokens tokens.
   virtual uint64_t WorkspaceBytes() const = 0;
+
+  // Device backends (a host backend keeps the defaults):
+  // Bytes of device memory the engine may budget from, measured when the backend started
+  // (before it loaded weights); 0 means "a host backend: use available RAM".
+  virtual uint64_t DetectedMemory() const { return 0; }
+  // The runtime reserve the backend measured (context, library workspaces, allocator slack);
+  // 0: use the configured reserve. The engine takes the larger of the two.
+  virtual uint64_t MeasuredReserve() const { return 0; }
+  // Storage for a KV pool of num_blocks x block_bytes that Forward can read and write;
+  // nullptr: host memory (KvCache allocates it).
+  virtual absl::StatusOr<std::unique_ptr<KvStorage>> MakeKvStorage(size_t block_bytes,
+                                                                   int64_t num_blocks) {
+    (void)block_bytes;
+    (void)num_blocks;
+    return std::unique_ptr<KvStorage>();
+  }
 };
 
 }  // namespace pinfer

@@ -27,6 +27,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
         "max_num_batched_tokens (", config.max_num_batched_tokens,
         ") must be at least max_num_seqs (", config.max_num_seqs, "), which must be at least 1"));
   }
+  if (!backend) {
+    backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+  }
   // The ledger: weights, workspace and reserve come off the budget; the KV pool is the rest.
   auto input = PlanInputFromModel(model);
   if (!input.ok()) return input.status();
@@ -37,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   opt.max_model_len = config.max_model_len;
   opt.max_num_seqs = config.max_num_seqs;
   opt.max_num_batched_tokens = config.max_num_batched_tokens;
-  opt.reserve_bytes = config.reserve_bytes;
+  opt.reserve_bytes = std::max(config.reserve_bytes, backend->MeasuredReserve());
   std::string budget_source;
   if (config.kv_cache_memory > 0) {
     opt.budget_bytes = 0;  // the pool is given directly
@@ -46,10 +49,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
       return absl::InvalidArgumentError(
           absl::StrCat("memory utilization ", config.memory_utilization, " must be in (0, 1]"));
     }
-    const uint64_t detected = AvailableHostMemory();
+    const uint64_t device = backend->DetectedMemory();
+    const uint64_t detected = device > 0 ? device : AvailableHostMemory();
     opt.budget_bytes = static_cast<uint64_t>(detected * config.memory_utilization);
-    budget_source = absl::StrFormat("%.2f of %s available RAM", config.memory_utilization,
-                                    FormatBytes(detected));
+    budget_source =
+        absl::StrFormat("%.2f of %s %s", config.memory_utilization, FormatBytes(detected),
+                        device > 0 ? "free device memory" : "available RAM");
   }
   auto ledger = config.kv_cache_memory > 0
                     ? ComputeLedgerForPool(*input, opt, config.kv_cache_memory)
@@ -82,12 +87,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   kc.max_num_seqs = config.max_num_seqs;
   kc.num_blocks = ledger->kv_pool_blocks;
   kc.prefix_caching = config.prefix_caching && config.kv_layout == KvLayout::kPaged;
-  auto cache = KvCache::Create(kc);
+  auto storage = backend->MakeKvStorage(ledger->kv_bytes_per_block, ledger->kv_pool_blocks);
+  if (!storage.ok()) return storage.status();
+  auto cache = KvCache::Create(kc, std::move(*storage));
   if (!cache.ok()) return cache.status();
   e->cache_ = std::move(*cache);
-  e->backend_ =
-      backend ? std::move(backend)
-              : std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+  e->backend_ = std::move(backend);
   e->scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens}, *e->cache_);
   e->logits_.resize(static_cast<size_t>(config.max_num_batched_tokens) * mc.n_vocab);

@@ -78,7 +78,11 @@ int DemoMain(int argc, char** argv) {
         " engine at work; run `pagedinfer demo -m your-model.gguf` for real text)\n\n");
   }
 
-  auto engine = Engine::Create(m, *config, nullptr, /*quiet=*/true);
+  std::string device;
+  auto backend = ef.MakeBackend(m, *config, &device);
+  if (!backend.ok()) return Fail(backend.status());
+  std::printf("device: %s\n\n", device.c_str());
+  auto engine = Engine::Create(m, *config, std::move(*backend), /*quiet=*/true);
   if (!engine.ok()) return Fail(engine.status());
   Engine& e = **engine;
   std::printf("memory ledger:\n%s\n%s\n\n", e.ledger().ToText().c_str(), e.pool_summary().c_str());

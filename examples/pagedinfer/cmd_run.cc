@@ -79,7 +79,11 @@ int RunMain(int argc, char** argv) {
     req.prompt = tok.Encode(prompt, /*add_special=*/true);
     if (req.prompt.empty() && tok.bos() >= 0) req.prompt.push_back(tok.bos());
   }
-  auto engine = Engine::Create(**model, *config);
+  std::string device;
+  auto backend = ef.MakeBackend(**model, *config, &device);
+  if (!backend.ok()) return Fail(backend.status());
+  std::fprintf(stderr, "device: %s\n", device.c_str());
+  auto engine = Engine::Create(**model, *config, std::move(*backend));
   if (!engine.ok()) return Fail(engine.status());
   Engine& e = **engine;
   std::vector<float> first_logits;

@@ -1,5 +1,12 @@
 #include "examples/pagedinfer/engine_flags.h"
 
+#include "absl/strings/str_cat.h"
+#include "engine/cpu_backend.h"
+
+#if PAGEDINFER_WITH_CUDA
+#include "cuda/cuda_device.h"
+#endif
+
 namespace pinfer::cli {
 
 void EngineFlags::Register(Args& a) {
@@ -14,10 +21,44 @@ void EngineFlags::Register(Args& a) {
   a.Add("--kv-cache-memory", &kv_cache_memory,
         "KV pool size, e.g. 2GiB (default: from --memory-utilization)");
   a.Add("--memory-utilization", &memory_utilization,
-        "fraction of available RAM the engine may use");
+        "fraction of available RAM (cpu) or free device memory (cuda) the engine may use");
   a.Add("--reserve", &reserve, "runtime reserve line of the memory ledger");
   a.Add("-t,--threads", &threads, "CPU threads (0: all)");
   a.AddSwitch("--no-prefix-caching", &no_prefix_caching, "do not reuse cached prompt blocks");
+  a.Add("--device", &device,
+        "where the model runs: cuda, cpu, or auto (cuda when built with it and a GPU is present)");
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> EngineFlags::MakeBackend(const Model& model,
+                                                                  const EngineConfig& config,
+                                                                  std::string* chosen) const {
+  if (device != "auto" && device != "cuda" && device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --device '", device, "'; choose cuda, cpu or auto"));
+  }
+  std::string why_not_cuda;
+#if PAGEDINFER_WITH_CUDA
+  if (device != "cpu") {
+    const absl::Status present = cuda::CudaDeviceStatus();
+    if (present.ok()) {
+      auto b = cuda::MakeCudaBackend(model, config.max_num_batched_tokens);
+      if (!b.ok()) return b.status();
+      if (chosen) *chosen = cuda::DescribeCudaDevice();
+      return b;
+    }
+    if (device == "cuda") return present;
+    why_not_cuda = absl::StrCat(" (", present.message(), ")");
+  }
+#else
+  if (device == "cuda") {
+    return absl::FailedPreconditionError(
+        "--device cuda: this build has no CUDA backend (nvcc was not found when it was "
+        "configured); use --device cpu");
+  }
+#endif
+  auto cpu = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+  if (chosen) *chosen = absl::StrCat("cpu, ", cpu->threads(), " threads", why_not_cuda);
+  return std::unique_ptr<Backend>(std::move(cpu));
 }
 
 absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {

@@ -1,6 +1,7 @@
 // The engine options every model-running subcommand shares (run, chat, serve, bench, ...).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -22,9 +23,15 @@ struct EngineFlags {
   std::string reserve = "64MiB";
   int threads = 0;
   bool no_prefix_caching = false;
+  std::string device = "auto";  // auto | cuda | cpu
 
   void Register(Args& args);
   absl::StatusOr<EngineConfig> ToConfig() const;
+  // The backend --device picks for `model` (auto: cuda when built with CUDA and a device is
+  // present, else cpu). Prints nothing; `chosen` (optional) gets a one-line description.
+  absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const Model& model,
+                                                       const EngineConfig& config,
+                                                       std::string* chosen = nullptr) const;
 };
 
 }  // namespace pinfer::cli

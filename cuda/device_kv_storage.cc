@@ -1,0 +1,54 @@
+#include "cuda/device_kv_storage.h"
+
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_check.h"
+
+namespace pinfer::cuda {
+
+absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(size_t block_bytes,
+                                                                         int64_t num_blocks) {
+  if (block_bytes == 0 || num_blocks <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("device KV pool of ", num_blocks, " blocks of ",
+                                                   block_bytes, " bytes is empty"));
+  }
+  const size_t bytes = block_bytes * static_cast<size_t>(num_blocks);
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky-free allocation error
+    return absl::ResourceExhaustedError(
+        absl::StrCat("could not allocate ", bytes, " bytes of device memory for the KV pool (",
+                     num_blocks, " blocks of ", block_bytes, " bytes): ", cudaGetErrorString(err),
+                     "; lower --memory-utilization or give --kv-cache-memory"));
+  }
+  // Zeroed, so that a row read before it is written decodes to zeros, never NaN.
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemset(p, 0, bytes));
+  return std::unique_ptr<DeviceKvStorage>(
+      new DeviceKvStorage(static_cast<uint8_t*>(p), block_bytes, num_blocks));
+}
+
+DeviceKvStorage::~DeviceKvStorage() {
+  if (slot_ && *slot_ == this) *slot_ = nullptr;
+  cudaFree(data_);
+}
+
+void DeviceKvStorage::CopyBlock(int32_t src, int32_t dst) {
+  if (src < 0 || dst < 0 || src >= num_blocks_ || dst >= num_blocks_) {
+    if (status_.ok()) {
+      status_ = absl::InternalError(absl::StrCat("CopyBlock(", src, ", ", dst,
+                                                 ") outside a pool of ", num_blocks_, " blocks"));
+    }
+    return;
+  }
+  // The legacy default stream orders this after the backend's (blocking) stream's work.
+  const cudaError_t err = cudaMemcpy(data_ + static_cast<size_t>(dst) * block_bytes_,
+                                     data_ + static_cast<size_t>(src) * block_bytes_, block_bytes_,
+                                     cudaMemcpyDeviceToDevice);
+  if (err != cudaSuccess && status_.ok()) {
+    status_ = CudaError(err, "cudaMemcpy(block copy)", __FILE__, __LINE__);
+  }
+}
+
+}  // namespace pinfer::cuda

@@ -1,0 +1,79 @@
+#include "cuda/device_matmul.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "cuda/cuda_check.h"
+
+namespace pinfer::cuda {
+
+absl::StatusOr<std::unique_ptr<DeviceMatMul>> DeviceMatMul::Create(cublasHandle_t handle,
+                                                                   int max_tokens,
+                                                                   int64_t max_cols) {
+  std::unique_ptr<DeviceMatMul> m(new DeviceMatMul());
+  m->handle_ = handle;
+  m->max_tokens_ = max_tokens;
+  m->max_cols_ = max_cols;
+  m->x_bytes_ = 2ull * static_cast<uint64_t>(std::max(max_tokens, 1)) *
+                static_cast<uint64_t>(std::max<int64_t>(max_cols, 1));
+  m->tile_bytes_ = std::max<uint64_t>(kWeightTileBytes, 2ull * static_cast<uint64_t>(max_cols));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m->x16_, m->x_bytes_));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m->tile_, m->tile_bytes_));
+  return m;
+}
+
+DeviceMatMul::~DeviceMatMul() {
+  cudaFree(x16_);
+  cudaFree(tile_);
+}
+
+absl::Status DeviceMatMul::Run(const DeviceMatrix& w, const float* x, int n, float* y,
+                               cudaStream_t s) {
+  if (n <= 0 || w.rows == 0) return absl::OkStatus();
+  if (!WeightTypeSupported(w.type)) {
+    return absl::UnimplementedError(absl::StrCat("no CUDA kernel for weight type id ", w.type));
+  }
+  if (n <= kMaxGemvTokens) {
+    PINFER_CUDA_RETURN_IF_ERROR(LaunchGemv(w, x, n, y, w.rows, s));
+    return absl::OkStatus();
+  }
+  if (n > max_tokens_ || w.cols > max_cols_) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", n, " x ", w.cols, " input exceeds the ",
+                                                   max_tokens_, " x ", max_cols_,
+                                                   " this multiplier was sized for"));
+  }
+  PINFER_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, s));
+  const float alpha = 1.0f, beta = 0.0f;
+  const int k = static_cast<int>(w.cols);
+  // Row-major Y[n x rows] is column-major Y^T = W X^T: A = W (row-major = column-major W^T,
+  // transposed), B = X^T (row-major X = column-major X^T).
+  if (w.type == kWF32) {
+    PINFER_CUBLAS_RETURN_IF_ERROR(
+        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), n, k, &alpha,
+                     w.data, CUDA_R_32F, k, x, CUDA_R_32F, k, &beta, y, CUDA_R_32F,
+                     static_cast<int>(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return absl::OkStatus();
+  }
+  const bool bf16 = w.type == kWBF16;
+  const cudaDataType_t dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  PINFER_CUDA_RETURN_IF_ERROR(LaunchToHalf(x, static_cast<int64_t>(n) * k, x16_, bf16, s));
+  if (w.type == kWF16 || bf16) {
+    PINFER_CUBLAS_RETURN_IF_ERROR(
+        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), n, k, &alpha,
+                     w.data, dt, k, x16_, dt, k, &beta, y, CUDA_R_32F, static_cast<int>(w.rows),
+                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return absl::OkStatus();
+  }
+  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(tile_bytes_ / (2ull * k)));
+  for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+    const int64_t rows = std::min(tile_rows, w.rows - r0);
+    PINFER_CUDA_RETURN_IF_ERROR(LaunchDequantRows(w, r0, rows, tile_, false, s));
+    PINFER_CUBLAS_RETURN_IF_ERROR(
+        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), n, k, &alpha, tile_,
+                     CUDA_R_16F, k, x16_, CUDA_R_16F, k, &beta, y + r0, CUDA_R_32F,
+                     static_cast<int>(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pinfer::cuda

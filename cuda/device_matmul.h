@@ -1,0 +1,41 @@
+// Y = X W^T on the device against a weight matrix in its storage type: the GEMV kernel for
+// up to kMaxGemvTokens tokens, cuBLAS above that (half/bfloat16 inputs, float32 compute and
+// output; block types are dequantized a tile of rows at a time into a bounded half scratch).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cuda/kernels.h"
+
+namespace pinfer::cuda {
+
+// Bytes of the half scratch that holds a dequantized tile of weight rows.
+constexpr uint64_t kWeightTileBytes = 32ull << 20;
+
+class DeviceMatMul {
+ public:
+  // max_tokens x max_cols: the largest X it multiplies. The handle is borrowed.
+  static absl::StatusOr<std::unique_ptr<DeviceMatMul>> Create(cublasHandle_t handle, int max_tokens,
+                                                              int64_t max_cols);
+  ~DeviceMatMul();
+  // x: [n x w.cols] floats, y: [n x w.rows] floats, device memory, on stream s.
+  absl::Status Run(const DeviceMatrix& w, const float* x, int n, float* y, cudaStream_t s);
+  uint64_t scratch_bytes() const { return x_bytes_ + tile_bytes_; }
+
+ private:
+  DeviceMatMul() = default;
+  cublasHandle_t handle_ = nullptr;
+  int max_tokens_ = 0;
+  int64_t max_cols_ = 0;
+  void* x16_ = nullptr;   // X as half or bfloat16
+  void* tile_ = nullptr;  // dequantized weight rows, half
+  uint64_t x_bytes_ = 0, tile_bytes_ = 0;
+};
+
+}  // namespace pinfer::cuda

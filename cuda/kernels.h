@@ -1,0 +1,97 @@
+// Launchers of the CUDA kernels. Plain C++ (no absl, no CUDA vector types), so the .cu files
+// stay light for nvcc; each returns the launch's cudaError_t (cudaGetLastError after the
+// launch), which the host code turns into a Status with file and line (cuda_check.h).
+//
+// Type ids are GGUF's on-disk numbers (loaders/ggml_types.h) and KvDtype's enum order
+// (kvcache/kv_dtype.h); cuda_backend.cc checks them with static_asserts.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pinfer::cuda {
+
+// GGUF storage types the kernels multiply.
+enum WType : int {
+  kWF32 = 0,
+  kWF16 = 1,
+  kWQ4_0 = 2,
+  kWQ4_1 = 3,
+  kWQ5_0 = 6,
+  kWQ5_1 = 7,
+  kWQ8_0 = 8,
+  kWQ4_K = 12,
+  kWQ5_K = 13,
+  kWQ6_K = 14,
+  kWBF16 = 30
+};
+// KV formats, in KvDtype's order.
+enum KType : int { kKF32 = 0, kKF16 = 1, kKBF16 = 2, kKQ8_0 = 3, kKQ4_0 = 4, kKFp8 = 5 };
+
+// Token counts up to this use the dequantize-and-multiply GEMV; larger steps use cuBLAS.
+constexpr int kMaxGemvTokens = 16;
+
+// A [rows x cols] weight matrix in device memory, row-major in its storage type.
+struct DeviceMatrix {
+  int type = kWF32;
+  int64_t rows = 0, cols = 0;
+  size_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+};
+
+bool WeightTypeSupported(int type);
+// Values per quantization group of 8 needing no tail: cols % 8 == 0 for block types.
+
+// x[t] = dequant(emb.row(tokens[t])), t < n.
+cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int n, float* x,
+                            cudaStream_t s);
+// y[t][r] = sum_c W[r][c] x[t][c] for t < n <= kMaxGemvTokens; x: [n x cols], y: [n x ldy].
+cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
+                       cudaStream_t s);
+// Rows [row0, row0 + n_rows) of w as half (bf16 = false) or bfloat16 -> out[n_rows x cols].
+cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_rows, void* out,
+                              bool bf16, cudaStream_t s);
+// out[i] = half or bfloat16 of x[i].
+cudaError_t LaunchToHalf(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s);
+
+// out[i] = x[rows[i] or i] * rsqrt(mean(x^2) + eps) * w, i < n_rows (rows may be nullptr).
+cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, int n_rows, int dim,
+                          float eps, float* out, cudaStream_t s);
+// RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t].
+cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
+                       const int32_t* positions, float theta, bool halves, cudaStream_t s);
+// gate[i] = silu(gate[i]) * up[i].
+cudaError_t LaunchSwiGlu(float* gate, const float* up, int64_t n, cudaStream_t s);
+// x[i] += y[i].
+cudaError_t LaunchAdd(float* x, const float* y, int64_t n, cudaStream_t s);
+// x[t][i] += b[i], i < width.
+cudaError_t LaunchAddBias(float* x, const float* b, int n_rows, int width, cudaStream_t s);
+
+// Where one layer's K/V rows live in a KV pool laid out as kvcache/kv_cache.h says:
+// block b at base + b x block_bytes, then [layer][k | v][slot][row_bytes].
+struct KvLayerView {
+  int dtype = kKF16;
+  uint8_t* base = nullptr;  // the pool
+  size_t block_bytes = 0, row_bytes = 0;
+  int block_size = 0;
+  size_t layer_offset = 0;  // layer x 2 x block_size x row_bytes
+  size_t v_offset = 0;      // block_size x row_bytes (from a K row to its V row)
+  int kv_dim = 0;           // values per row: n_kv_heads x head_dim
+};
+
+// Encodes k[t], v[t] (kv_dim floats each) into the rows at base + slot_offset[t] +
+// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes.
+cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
+                          const int64_t* slot_offset, cudaStream_t s);
+
+// Causal paged attention, one query per token: token t attends to positions [0, pos[t]] of
+// its sequence, whose block table starts at tables + table_start[t].
+// q, out: [n_tokens x n_heads x head_dim].
+cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
+                            int n_kv_heads, int head_dim, float scale, const int32_t* tables,
+                            const int32_t* table_start, const int32_t* positions, float* out,
+                            cudaStream_t s);
+
+}  // namespace pinfer::cuda

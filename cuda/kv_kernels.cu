@@ -1,0 +1,272 @@
+// KV cache kernels: encoding new K/V rows into the KV format (same bytes as
+// kvcache/kv_codec.cc) and causal paged attention that reads rows through block tables,
+// decoding every format on the fly, with an online softmax.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuda/kernels.h"
+
+namespace pinfer::cuda {
+namespace {
+
+constexpr int kWriteThreads = 256;
+constexpr int kAttnWarps = 4;
+constexpr int kMaxHeadDim = 256;
+constexpr int kPerLane = kMaxHeadDim / 32;
+
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float WarpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ void StoreU16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v & 0xff);
+  p[1] = static_cast<uint8_t>(v >> 8);
+}
+
+__device__ __forceinline__ uint16_t LoadU16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
+
+// |x| (finite or not) -> e4m3 magnitude code: round to nearest even, saturate at 448.
+__device__ __forceinline__ uint8_t E4M3Magnitude(float a) {
+  if (!(a < 448.0f)) return 0x7e;
+  if (a < 1.0f / 64.0f) return static_cast<uint8_t>(rintf(a * 512.0f));
+  const uint32_t bits = __float_as_uint(a);
+  const int e = static_cast<int>(bits >> 23) - 127;
+  const uint32_t man = bits & 0x7fffff;
+  uint32_t code = (static_cast<uint32_t>(e + 7) << 3) | (man >> 20);
+  const uint32_t rem = man & 0xfffff, half = 0x80000;
+  if (rem > half || (rem == half && (code & 1))) ++code;
+  return static_cast<uint8_t>(code < 0x7e ? code : 0x7e);
+}
+
+__device__ __forceinline__ float E4M3Value(uint8_t c) {
+  const int e = (c >> 3) & 0xf, m = c & 7;
+  const float v =
+      e == 0 ? static_cast<float>(m) / 512.0f : ldexpf(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  return (c & 0x80) ? -v : v;
+}
+
+// One block per (token, k|v) row.
+__global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
+                              const float* __restrict__ v, const int64_t* slot_offset) {
+  const int t = blockIdx.x, which = blockIdx.y;
+  const int n = kv.kv_dim;
+  const float* src = (which == 0 ? k : v) + static_cast<int64_t>(t) * n;
+  uint8_t* dst = kv.base + slot_offset[t] + kv.layer_offset + (which ? kv.v_offset : 0);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = blockDim.x / 32;
+  switch (kv.dtype) {
+    case kKF32:
+      for (int i = tid; i < n; i += blockDim.x) reinterpret_cast<float*>(dst)[i] = src[i];
+      return;
+    case kKF16:
+      for (int i = tid; i < n; i += blockDim.x) {
+        StoreU16(dst + 2 * i, __half_as_ushort(__float2half_rn(src[i])));
+      }
+      return;
+    case kKBF16:
+      for (int i = tid; i < n; i += blockDim.x) {
+        StoreU16(dst + 2 * i, __bfloat16_as_ushort(__float2bfloat16_rn(src[i])));
+      }
+      return;
+    case kKQ8_0:
+      // A warp per block of 32 values, a lane per value.
+      for (int b = warp; b < n / 32; b += warps) {
+        const float x = src[b * 32 + lane];
+        const float amax = WarpMax(fabsf(x));
+        const float d = __fdiv_rn(amax, 127.0f);
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        uint8_t* blk = dst + b * 34;
+        if (lane == 0) StoreU16(blk, __half_as_ushort(__float2half_rn(d)));
+        blk[2 + lane] = static_cast<uint8_t>(static_cast<int8_t>(roundf(__fmul_rn(x, id))));
+      }
+      return;
+    case kKQ4_0:
+      for (int b = warp; b < n / 32; b += warps) {
+        const float x = src[b * 32 + lane];
+        // The value of largest magnitude, the first one on ties (as the CPU's scan).
+        float best = fabsf(x);
+        int at = lane;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+          const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+          const int oa = __shfl_xor_sync(0xffffffffu, at, o);
+          if (ob > best || (ob == best && oa < at)) {
+            best = ob;
+            at = oa;
+          }
+        }
+        const float mx = __shfl_sync(0xffffffffu, x, at);
+        const float d = __fdiv_rn(mx, -8.0f);
+        const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+        int q = static_cast<int>(static_cast<int8_t>(__fadd_rn(__fmul_rn(x, id), 8.5f)));
+        q = q < 15 ? q : 15;
+        const int hi = __shfl_down_sync(0xffffffffu, q, 16);
+        uint8_t* blk = dst + b * 18;
+        if (lane == 0) StoreU16(blk, __half_as_ushort(__float2half_rn(d)));
+        if (lane < 16) blk[2 + lane] = static_cast<uint8_t>(q | (hi << 4));
+      }
+      return;
+    case kKFp8: {
+      __shared__ float partial[kWriteThreads / 32];
+      float amax = 0.0f;
+      for (int i = tid; i < n; i += blockDim.x) amax = fmaxf(amax, fabsf(src[i]));
+      amax = WarpMax(amax);
+      if (lane == 0) partial[warp] = amax;
+      __syncthreads();
+      amax = 0.0f;
+      for (int w = 0; w < warps; ++w) amax = fmaxf(amax, partial[w]);
+      const float scale = __fdiv_rn(amax, 448.0f);
+      if (tid == 0) {
+        const uint32_t bits = __float_as_uint(scale);
+        for (int i = 0; i < 4; ++i) dst[i] = static_cast<uint8_t>(bits >> (8 * i));
+      }
+      for (int i = tid; i < n; i += blockDim.x) {
+        uint8_t c = 0;
+        if (scale != 0.0f) {
+          const float val = __fdiv_rn(src[i], scale);
+          c = static_cast<uint8_t>(E4M3Magnitude(fabsf(val)) |
+                                   ((__float_as_uint(val) >> 31) ? 0x80 : 0));
+        }
+        dst[4 + i] = c;
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// Value i of an encoded row.
+__device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
+  switch (dtype) {
+    case kKF32:
+      return reinterpret_cast<const float*>(row)[i];
+    case kKF16:
+      return __half2float(__ushort_as_half(LoadU16(row + 2 * i)));
+    case kKBF16:
+      return __uint_as_float(static_cast<uint32_t>(LoadU16(row + 2 * i)) << 16);
+    case kKQ8_0: {
+      const uint8_t* blk = row + (i / 32) * 34;
+      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      return d * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
+    }
+    case kKQ4_0: {
+      const uint8_t* blk = row + (i / 32) * 18;
+      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      const int j = i % 32;
+      const int q = j < 16 ? (blk[2 + j] & 0xf) : (blk[2 + j - 16] >> 4);
+      return d * static_cast<float>(q - 8);
+    }
+    case kKFp8: {
+      const uint32_t bits =
+          row[0] | (row[1] << 8) | (row[2] << 16) | (static_cast<uint32_t>(row[3]) << 24);
+      return E4M3Value(row[4 + i]) * __uint_as_float(bits);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+// One block per (query token, query head); its warps split the context (position p goes to
+// warp p % kAttnWarps), each with an online softmax, merged at the end.
+__global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads,
+                                int n_kv_heads, int hd, float scale, const int32_t* tables,
+                                const int32_t* table_start, const int32_t* positions,
+                                float* __restrict__ out) {
+  __shared__ float s_m[kAttnWarps], s_l[kAttnWarps];
+  __shared__ float s_acc[kAttnWarps][kMaxHeadDim];
+  const int t = blockIdx.x, h = blockIdx.y;
+  const int kvh = h / (n_heads / n_kv_heads);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float* qh = q + (static_cast<int64_t>(t) * n_heads + h) * hd;
+  float qv[kPerLane], acc[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    qv[i] = e < hd ? qh[e] : 0.0f;
+    acc[i] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  const int n_ctx = positions[t] + 1;
+  const int32_t* table = tables + table_start[t];
+  const int col0 = kvh * hd;
+  for (int p = warp; p < n_ctx; p += kAttnWarps) {
+    const uint8_t* krow = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
+                          kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
+    const uint8_t* vrow = krow + kv.v_offset;
+    float dot = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow, col0 + e);
+    }
+    const float s = WarpSum(dot) * scale;
+    const float m_new = fmaxf(m, s);
+    const float corr = expf(m - m_new), w = expf(s - m_new);
+    l = l * corr + w;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < hd) acc[i] = acc[i] * corr + w * KvLoad(kv.dtype, vrow, col0 + e);
+    }
+    m = m_new;
+  }
+  if (lane == 0) {
+    s_m[warp] = m;
+    s_l[warp] = l;
+  }
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    if (e < hd) s_acc[warp][e] = acc[i];
+  }
+  __syncthreads();
+  float mx = -INFINITY;
+  for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_m[w]);
+  float total = 0.0f, f[kAttnWarps];
+  for (int w = 0; w < kAttnWarps; ++w) {
+    f[w] = s_m[w] == -INFINITY ? 0.0f : expf(s_m[w] - mx);
+    total += s_l[w] * f[w];
+  }
+  float* o = out + (static_cast<int64_t>(t) * n_heads + h) * hd;
+  for (int e = threadIdx.x; e < hd; e += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < kAttnWarps; ++w) sum += s_acc[w][e] * f[w];
+    o[e] = sum / total;
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
+                          const int64_t* slot_offset, cudaStream_t s) {
+  if (n_tokens <= 0) return cudaSuccess;
+  KvWriteKernel<<<dim3(n_tokens, 2), kWriteThreads, 0, s>>>(kv, k, v, slot_offset);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
+                            int n_kv_heads, int head_dim, float scale, const int32_t* tables,
+                            const int32_t* table_start, const int32_t* positions, float* out,
+                            cudaStream_t s) {
+  if (n_tokens <= 0) return cudaSuccess;
+  if (head_dim > kMaxHeadDim || n_kv_heads <= 0 || n_heads % n_kv_heads != 0) {
+    return cudaErrorInvalidValue;
+  }
+  AttentionKernel<<<dim3(n_tokens, n_heads), 32 * kAttnWarps, 0, s>>>(
+      kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out);
+  return cudaGetLastError();
+}
+
+}  // namespace pinfer::cuda

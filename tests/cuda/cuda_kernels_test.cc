@@ -1,0 +1,441 @@
+// Every CUDA kernel against the CPU reference on seeded random non-zero data, and the CUDA
+// backend's greedy text on stories260K against the CPU's. Output buffers are filled with NaN
+// (bytes 0xFF) before each launch, so an element a kernel fails to write shows up. All tests
+// skip, saying why, when no CUDA device is present.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_device.h"
+#include "cuda/device_matmul.h"
+#include "cuda/kernels.h"
+#include "engine/engine.h"
+#include "engine/matmul.h"
+#include "engine/ops.h"
+#include "gtest/gtest.h"
+#include "kvcache/attention.h"
+#include "loaders/quants.h"
+#include "tests/testing/engine_helpers.h"
+#include "tests/testing/test_models.h"
+
+namespace pinfer::cuda {
+namespace {
+
+#define REQUIRE_CUDA()                                                    \
+  if (absl::Status pinfer_dev_ = CudaDeviceStatus(); !pinfer_dev_.ok()) { \
+    GTEST_SKIP() << pinfer_dev_.message();                                \
+  }
+
+// A device buffer of n elements, poisoned (every byte 0xFF: NaN for floats) when made.
+template <typename T>
+class DevBuf {
+ public:
+  explicit DevBuf(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
+    Poison();
+  }
+  explicit DevBuf(const std::vector<T>& v) : DevBuf(v.size()) { Upload(v); }
+  ~DevBuf() { cudaFree(p_); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void Poison() { EXPECT_EQ(cudaMemset(p_, 0xFF, n_ * sizeof(T)), cudaSuccess); }
+  void Upload(const std::vector<T>& v) {
+    EXPECT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> Download() const {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<T> v(n_);
+    EXPECT_EQ(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) {
+    x = u(rng);
+    if (x == 0.0f) x = 0.5f;  // non-zero
+  }
+  return v;
+}
+
+// max |a - b| / max |b|, and no NaN anywhere in a.
+void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double max_ref = 0, max_err = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << what << ": element " << i << " not written (NaN)";
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (e > max_err) {
+      max_err = e;
+      worst = i;
+    }
+  }
+  EXPECT_LE(max_err, tol * std::max(max_ref, 1e-30))
+      << what << ": worst element " << worst << " got " << got[worst] << " want " << want[worst]
+      << " (relative error " << max_err / std::max(max_ref, 1e-30) << ", tolerance " << tol << ")";
+}
+
+// ---- element-wise kernels (tolerance 1e-5 relative, 2e-4 for RoPE's large angles) ----
+
+TEST(CudaKernels, RmsNormMatchesCpu) {
+  REQUIRE_CUDA();
+  const int rows = 5, dim = 96;
+  const auto x = Random(rows * dim, 1), w = Random(dim, 2);
+  std::vector<float> want(x.size());
+  for (int r = 0; r < rows; ++r) RmsNorm(&x[r * dim], w.data(), dim, 1e-5f, &want[r * dim]);
+  DevBuf<float> dx(x), dw(w), out(x.size());
+  ASSERT_EQ(LaunchRmsNorm(dx.get(), nullptr, dw.get(), rows, dim, 1e-5f, out.get(), nullptr),
+            cudaSuccess);
+  ExpectClose(out.Download(), want, 1e-5, "rmsnorm");
+  // Gathered rows (the logits rows of a step).
+  DevBuf<int32_t> idx(std::vector<int32_t>{4, 1});
+  DevBuf<float> out2(2 * dim);
+  ASSERT_EQ(LaunchRmsNorm(dx.get(), idx.get(), dw.get(), 2, dim, 1e-5f, out2.get(), nullptr),
+            cudaSuccess);
+  std::vector<float> want2(want.begin() + 4 * dim, want.end());
+  want2.insert(want2.end(), want.begin() + dim, want.begin() + 2 * dim);
+  ExpectClose(out2.Download(), want2, 1e-5, "rmsnorm gathered");
+}
+
+TEST(CudaKernels, RopeMatchesCpuBothPairOrders) {
+  REQUIRE_CUDA();
+  const int n = 4, heads = 3, hd = 64;
+  const std::vector<int32_t> pos = {0, 7, 100, 3000};
+  for (RopeStyle style : {RopeStyle::kAdjacentPairs, RopeStyle::kHalves}) {
+    auto v = Random(n * heads * hd, 3);
+    DevBuf<float> dv(v);
+    DevBuf<int32_t> dp(pos);
+    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), 10000.0f, style == RopeStyle::kHalves,
+                         nullptr),
+              cudaSuccess);
+    for (int t = 0; t < n; ++t) ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
+    ExpectClose(dv.Download(), v, 2e-4, style == RopeStyle::kHalves ? "rope halves" : "rope pairs");
+  }
+}
+
+TEST(CudaKernels, SwiGluAddBiasMatchCpu) {
+  REQUIRE_CUDA();
+  const int rows = 3, width = 100;
+  auto g = Random(rows * width, 4, -4, 4);
+  const auto u = Random(rows * width, 5), b = Random(width, 6);
+  DevBuf<float> dg(g), du(u), db(b);
+  ASSERT_EQ(LaunchSwiGlu(dg.get(), du.get(), rows * width, nullptr), cudaSuccess);
+  SwiGlu(g.data(), u.data(), rows * width);
+  ExpectClose(dg.Download(), g, 1e-5, "swiglu");
+  ASSERT_EQ(LaunchAdd(dg.get(), du.get(), rows * width, nullptr), cudaSuccess);
+  AddInPlace(g.data(), u.data(), rows * width);
+  ExpectClose(dg.Download(), g, 1e-6, "add");
+  ASSERT_EQ(LaunchAddBias(dg.get(), db.get(), rows, width, nullptr), cudaSuccess);
+  for (int r = 0; r < rows; ++r) AddInPlace(&g[r * width], b.data(), width);
+  ExpectClose(dg.Download(), g, 1e-6, "bias");
+}
+
+// ---- weights: embedding rows and Y = X W^T in every storage type ----
+
+const GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ4_0,
+                           GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
+                           GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+struct HostMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+HostMatrix MakeMatrix(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
+  HostMatrix m;
+  const size_t rb = GgmlRowBytes(t, cols);
+  m.bytes.resize(rb * rows);
+  const auto f = Random(rows * cols, seed);
+  for (int64_t r = 0; r < rows; ++r) QuantizeRow(t, &f[r * cols], &m.bytes[r * rb], cols);
+  m.w.name = "test";
+  m.w.type = t;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.row_bytes = rb;
+  m.w.data = m.bytes.data();
+  return m;
+}
+
+DeviceMatrix ToDevice(const HostMatrix& m, DevBuf<uint8_t>& buf) {
+  buf.Upload(m.bytes);
+  return DeviceMatrix{static_cast<int>(m.w.type), m.w.rows, m.w.cols, m.w.row_bytes, buf.get()};
+}
+
+TEST(CudaKernels, EmbeddingDequantizesEveryType) {
+  REQUIRE_CUDA();
+  const int64_t rows = 12, cols = 512;
+  for (GgmlType t : kTypes) {
+    const std::string name(GgmlTypeInfoOf(t).name);
+    HostMatrix m = MakeMatrix(t, rows, cols, 7);
+    DevBuf<uint8_t> wb(m.bytes.size());
+    const DeviceMatrix dm = ToDevice(m, wb);
+    const std::vector<int32_t> tokens = {3, 0, 11, 3};
+    std::vector<float> want(tokens.size() * cols);
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      DequantizeRow(t, m.w.row(tokens[i]), &want[i * cols], cols);
+    }
+    DevBuf<int32_t> dt(tokens);
+    DevBuf<float> out(want.size());
+    ASSERT_EQ(LaunchEmbedding(dm, dt.get(), static_cast<int>(tokens.size()), out.get(), nullptr),
+              cudaSuccess);
+    ExpectClose(out.Download(), want, 1e-6, "embedding " + name);
+  }
+}
+
+// GEMV (n <= 16): 1e-4 relative to the largest output; cuBLAS (n > 16, half inputs): 1e-2.
+TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
+  REQUIRE_CUDA();
+  cublasHandle_t handle;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const int64_t rows = 96, cols = 512;
+  auto mm = DeviceMatMul::Create(handle, 48, cols);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  ThreadPool pool(2);
+  for (GgmlType t : kTypes) {
+    const std::string name(GgmlTypeInfoOf(t).name);
+    HostMatrix m = MakeMatrix(t, rows, cols, 8);
+    DevBuf<uint8_t> wb(m.bytes.size());
+    const DeviceMatrix dm = ToDevice(m, wb);
+    for (int n : {1, 3, 16, 17, 48}) {
+      const auto x = Random(n * cols, 9 + n);
+      std::vector<float> want(n * rows);
+      MatMul(m.w, x.data(), n, want.data(), pool);
+      DevBuf<float> dx(x), dy(want.size());
+      ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
+      ExpectClose(dy.Download(), want, n <= kMaxGemvTokens ? 1e-4 : 1e-2,
+                  "matmul " + name + " n=" + std::to_string(n));
+    }
+  }
+  mm->reset();
+  cublasDestroy(handle);
+}
+
+// ---- KV: row encoding and paged attention in every KV format ----
+
+struct HostKv {
+  std::unique_ptr<KvCache> cache;
+  KvCacheConfig cfg;
+};
+
+HostKv MakeHostKv(KvDtype d, int layers, int kv_heads, int hd) {
+  HostKv h;
+  h.cfg.n_layers = layers;
+  h.cfg.n_kv_heads = kv_heads;
+  h.cfg.head_dim = hd;
+  h.cfg.dtype = d;
+  h.cfg.block_size = 16;
+  h.cfg.max_model_len = 256;
+  h.cfg.max_num_seqs = 4;
+  h.cfg.num_blocks = 12;
+  h.cfg.prefix_caching = false;
+  auto c = KvCache::Create(h.cfg);
+  EXPECT_TRUE(c.ok()) << c.status();
+  h.cache = std::move(*c);
+  return h;
+}
+
+KvLayerView View(const KvCache& cache, int layer, uint8_t* base, int kv_dim) {
+  KvLayerView kv;
+  kv.dtype = static_cast<int>(cache.config().dtype);
+  kv.base = base;
+  kv.block_bytes = cache.block_bytes();
+  kv.row_bytes = cache.row_bytes();
+  kv.block_size = cache.block_size();
+  kv.v_offset = kv.block_size * kv.row_bytes;
+  kv.layer_offset = static_cast<size_t>(layer) * 2 * kv.v_offset;
+  kv.kv_dim = kv_dim;
+  return kv;
+}
+
+// The GPU writes the same bytes as KvEncodeRow (block formats: decoded values within one
+// quantization step, should the CPU compiler have fused a multiply-add), and nothing else.
+TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
+  REQUIRE_CUDA();
+  const int layers = 2, kv_heads = 2, hd = 64, kv_dim = kv_heads * hd;
+  for (KvDtype d : kAllKvDtypes) {
+    const std::string name(KvDtypeName(d));
+    HostKv h = MakeHostKv(d, layers, kv_heads, hd);
+    KvCache& c = *h.cache;
+    ASSERT_TRUE(c.AddSequence(1).ok());
+    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
+    const std::vector<int> positions = {0, 15, 16, 20};
+    const int n = static_cast<int>(positions.size());
+    const auto k = Random(n * kv_dim, 10, -3, 3), v = Random(n * kv_dim, 11, -3, 3);
+    std::vector<int64_t> slot(n);
+    const auto table = c.BlockTable(1);
+    for (int t = 0; t < n; ++t) {
+      slot[t] = static_cast<int64_t>(table[positions[t] / 16]) * c.block_bytes() +
+                (positions[t] % 16) * c.row_bytes();
+    }
+    const size_t pool = c.block_bytes() * c.num_blocks();
+    DevBuf<uint8_t> dpool(pool);  // poisoned: bytes 0xFF
+    DevBuf<float> dk(k), dv(v);
+    DevBuf<int64_t> ds(slot);
+    ASSERT_EQ(
+        LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n, ds.get(), nullptr),
+        cudaSuccess);
+    const std::vector<uint8_t> got = dpool.Download();
+    std::vector<uint8_t> want(pool, 0xFF);
+    const uint8_t* host_base = c.Row(0, 0, 0, 0);
+    for (int t = 0; t < n; ++t) {
+      for (int which = 0; which < 2; ++which) {
+        uint8_t* row = c.TokenRow(1, positions[t], 1, which);
+        KvEncodeRow(d, (which ? v : k).data() + t * kv_dim, row, kv_dim);
+        std::memcpy(&want[row - host_base], row, c.row_bytes());
+        std::vector<float> a(kv_dim), b(kv_dim);
+        KvDecodeRange(d, &got[row - host_base], kv_dim, 0, kv_dim, a.data());
+        KvDecodeRange(d, row, kv_dim, 0, kv_dim, b.data());
+        const double step = (d == KvDtype::kQ4_0 ? 3.0 / 8 : d == KvDtype::kQ8_0 ? 3.0 / 127 : 0);
+        for (int i = 0; i < kv_dim; ++i) {
+          ASSERT_LE(std::fabs(a[i] - b[i]), step * 1.01 + 1e-30)
+              << name << " token " << t << (which ? " v" : " k") << " value " << i;
+        }
+      }
+    }
+    // Outside the written rows every byte is still the poison.
+    size_t untouched_diff = 0;
+    for (size_t i = 0; i < pool; ++i) untouched_diff += (want[i] == 0xFF) && (got[i] != 0xFF);
+    EXPECT_EQ(untouched_diff, 0u) << name << ": bytes outside the written rows changed";
+  }
+}
+
+// Two sequences with interleaved (non-contiguous) block tables; a prefill chunk of one and a
+// decode token of the other, GQA 8/2 heads; 1e-4 relative to the largest output.
+TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
+  REQUIRE_CUDA();
+  const int layers = 2, heads = 8, kv_heads = 2, hd = 64, kv_dim = kv_heads * hd;
+  for (KvDtype d : kAllKvDtypes) {
+    const std::string name(KvDtypeName(d));
+    HostKv h = MakeHostKv(d, layers, kv_heads, hd);
+    KvCache& c = *h.cache;
+    ASSERT_TRUE(c.AddSequence(1).ok());
+    ASSERT_TRUE(c.AddSequence(2).ok());
+    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
+    ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
+    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(27, 1)).ok());
+    ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
+    uint32_t seed = 20;
+    for (SeqId s : {1, 2}) {
+      for (int p = 0; p < c.num_tokens(s); ++p) {
+        for (int l = 0; l < layers; ++l) {
+          for (int which = 0; which < 2; ++which) {
+            const auto vals = Random(kv_dim, seed++, -2, 2);
+            KvEncodeRow(d, vals.data(), c.TokenRow(s, p, l, which), kv_dim);
+          }
+        }
+      }
+    }
+    // Tokens: sequence 1 positions 30..36 (a prefill chunk), sequence 2 position 19.
+    std::vector<SeqId> seq;
+    std::vector<int32_t> pos;
+    for (int p = 30; p < 37; ++p) seq.push_back(1), pos.push_back(p);
+    seq.push_back(2), pos.push_back(19);
+    const int n = static_cast<int>(seq.size());
+    const auto q = Random(n * heads * hd, 99);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    AttentionShape shape{heads, kv_heads, hd, scale};
+    std::vector<float> want(n * heads * hd);
+    for (int t = 0; t < n; ++t) {
+      std::vector<float> scratch(AttentionScratchFloats(shape, pos[t] + 1));
+      AttendOne(c, seq[t], 1, shape, &q[t * heads * hd], pos[t] + 1, 0, kv_heads,
+                &want[t * heads * hd], scratch.data());
+    }
+    std::vector<int32_t> tables, start;
+    for (SeqId s : {1, 2}) {
+      start.push_back(static_cast<int32_t>(tables.size()));
+      for (int32_t b : c.BlockTable(s)) tables.push_back(b);
+    }
+    std::vector<int32_t> table_start(n);
+    for (int t = 0; t < n; ++t) table_start[t] = start[seq[t] - 1];
+    const size_t pool = c.block_bytes() * c.num_blocks();
+    std::vector<uint8_t> host(c.Row(0, 0, 0, 0), c.Row(0, 0, 0, 0) + pool);
+    DevBuf<uint8_t> dpool(host);
+    DevBuf<float> dq(q), out(want.size());
+    DevBuf<int32_t> dtab(tables), dstart(table_start), dpos(pos);
+    ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
+                              scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
+              cudaSuccess);
+    ExpectClose(out.Download(), want, 1e-4, "attention " + name);
+  }
+}
+
+// ---- end to end: stories260K on the CUDA backend against the CPU backend ----
+
+absl::StatusOr<std::vector<int32_t>> Greedy(const Model& m, EngineConfig cfg,
+                                            std::unique_ptr<Backend> backend,
+                                            const std::vector<int32_t>& prompt, int n,
+                                            std::vector<float>* first_logits) {
+  auto e = Engine::Create(m, cfg, std::move(backend), /*quiet=*/true);
+  if (!e.ok()) return e.status();
+  if (first_logits) {
+    (*e)->SetLogitsObserver([first_logits](int64_t, int, const float* l, int nv) {
+      if (first_logits->empty()) first_logits->assign(l, l + nv);
+    });
+  }
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.params.temperature = 0;
+  req.params.max_tokens = n;
+  auto rid = (*e)->AddRequest(req);
+  if (!rid.ok()) return rid.status();
+  std::vector<int32_t> out;
+  while ((*e)->HasWork()) {
+    auto step = (*e)->Step();
+    if (!step.ok()) return step.status();
+    for (const SequenceOutput& o : *step)
+      out.insert(out.end(), o.new_tokens.begin(), o.new_tokens.end());
+  }
+  return out;
+}
+
+TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
+  REQUIRE_CUDA();
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Model& m = **model;
+  // A prompt of 40 tokens takes the cuBLAS path in prefill; decode takes the GEMV path.
+  std::vector<int32_t> prompt = m.tokenizer().Encode(
+      "Once upon a time, there was a little girl "
+      "named Lily. She loved to play outside in "
+      "the park with her friends and",
+      true);
+  for (KvDtype d : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0, KvDtype::kFp8E4M3}) {
+    const std::string name(KvDtypeName(d));
+    EngineConfig cfg = pinfer::testing::SmallConfig(d);
+    cfg.max_num_batched_tokens = 64;
+    std::vector<float> cpu_logits, gpu_logits;
+    auto cpu = Greedy(m, cfg, nullptr, prompt, 48, &cpu_logits);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    auto gpu = Greedy(m, cfg, std::move(*backend), prompt, 48, &gpu_logits);
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
+    EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;
+  }
+}
+
+TEST(CudaBackendEndToEnd, NoDeviceMessageNamesTheReason) {
+  const absl::Status s = CudaDeviceStatus();
+  if (s.ok()) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_NE(std::string(s.message()).find("no CUDA device: "), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace pinfer::cuda
