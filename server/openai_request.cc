@@ -199,7 +199,7 @@ std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedR
   int64_t i = 0;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     i = -1;
-    if (auto e = GetInt(j, key, 0, 1 << 30, &i)) return e;
+    if (auto e = GetInt(j, key, 1, 1 << 30, &i)) return e;
     if (i >= 0) r.params.max_tokens = static_cast<int>(i), r.max_tokens_given = true;
   }
   if (auto e = GetNumber(j, "temperature", 0, 2, &r.params.temperature)) return e;
