@@ -9,6 +9,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libeigen3-dev libgtest-dev libgmock-dev
   googletest libbenchmark-dev libcpp-httplib-dev nlohmann-json3-dev)
+# node + npm for the server's OpenAI-client test; skipped when a node install (NodeSource's
+# nodejs bundles npm) is already on the PATH, since Debian's npm would conflict with it.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -22,6 +25,12 @@ if ((${#missing[@]})); then
   fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The server test's JS client (tests/server: the openai npm package, pinned by its lock file).
+if [ ! -d tests/server/node_modules ] && command -v npm >/dev/null; then
+  echo "setup: npm ci in tests/server"
+  (cd tests/server && npm ci --no-audit --no-fund >/dev/null)
 fi
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null

@@ -16,9 +16,13 @@ int SynthMain(int argc, char** argv);
 int PlanMain(int argc, char** argv);
 int DemoMain(int argc, char** argv);
 int ConvertMain(int argc, char** argv);
+int ServeMain(int argc, char** argv);
+int ChatMain(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"run", "generate text from a prompt", RunMain},
+    {"chat", "talk with a model on the terminal (its chat template, streamed tokens)", ChatMain},
+    {"serve", "an OpenAI-compatible HTTP server with continuous batching", ServeMain},
     {"tokenize", "show the token ids a model's tokenizer makes of a text", TokenizeMain},
     {"inspect", "describe a model file: shapes, tensor types, vocabulary, KV cost", InspectMain},
     {"plan", "size the memory ledger and KV pool for a model and memory budget", PlanMain},
