@@ -5,12 +5,15 @@
 # SEVEN_B=1, which writes a 3.8 GB file to the cache once), and the micro-benchmarks.
 #
 # usage: scripts/bench_report.sh            (after building: pagedinfer and *_bench in ./build)
-# env:   BUILD_DIR (build), REQUESTS (200), THREADS (nproc), SEVEN_B (0), MIN_TIME (0.05)
+# env:   BUILD_DIR (build), REQUESTS (100), KV_SEQS (8: the KV budget in max_model_len-4096
+#        sequences), KV_MODEL (stories260K.gguf from $PAGEDINFER_MODELS or ../shared/models,
+#        else the synthetic tiny model), THREADS (nproc), SEVEN_B (0), MIN_TIME (0.05)
 # About 10 minutes on 2 cores; every number depends on what else the machine is doing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-REQUESTS=${REQUESTS:-200}
+REQUESTS=${REQUESTS:-100}
+KV_SEQS=${KV_SEQS:-8}
 THREADS=${THREADS:-$(nproc)}
 SEVEN_B=${SEVEN_B:-0}
 MIN_TIME=${MIN_TIME:-0.05}
@@ -25,6 +28,12 @@ CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/pagedinfer"
 mkdir -p "$CACHE"
 tiny="$CACHE/synth-tiny-q4_0.gguf"  # the file bench-kv uses when given no -m
 [[ -f "$tiny" ]] || "$BIN" synth --shape tiny --type Q4_0 -o "$tiny" >&2
+models=${PAGEDINFER_MODELS:-../shared/models}
+KV_MODEL=${KV_MODEL:-}
+[[ -n "$KV_MODEL" || ! -f "$models/stories260K.gguf" ]] || KV_MODEL="$models/stories260K.gguf"
+KV_MODEL=${KV_MODEL:-$tiny}
+kv_per_token=$("$BIN" plan -m "$KV_MODEL" --memory 1GiB --json | jq .kv_bytes_per_token)
+budget=$((KV_SEQS * 4096 * kv_per_token))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -48,8 +57,9 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 
 section "Paged vs contiguous KV cache (bench-kv)"
 cat >>"$OUT" <<'TXT'
-One seeded workload runs through the real scheduler and model (the synthetic `tiny` model:
-its speed does not matter for occupancy) against one KV budget, once per layout. The
+One seeded workload runs through the real scheduler and model (a tiny model: its speed
+does not matter for occupancy) against one KV budget, once per layout; the budget (the same
+bytes at both lengths) holds KV_SEQS sequences of 4096 tokens. The
 contiguous layout reserves max_model_len slots per sequence, as a static cache does; the
 paged one hands out 16-slot blocks as tokens arrive. Utilization is bytes holding stored
 tokens over bytes reserved, sampled after every engine step; the "saturated" steps are those
@@ -58,11 +68,11 @@ after which requests still wait while fewer than max_num_seqs (256) run, i.e. th
 end, where any cache is partly empty, are in the all-steps mean.
 TXT
 for len in 4096 2048; do
-  args=(bench-kv -m "$tiny" --requests "$REQUESTS" --dist uniform --min 100 --max 1024 --seed 1
-        --max-model-len "$len" --kv-cache-memory 128MiB --max-num-seqs 256
+  args=(bench-kv -m "$KV_MODEL" --requests "$REQUESTS" --dist uniform --min 100 --max 1024 --seed 1
+        --max-model-len "$len" --kv-cache-memory "$budget" --max-num-seqs 256
         --max-num-batched-tokens 1024 -t "$THREADS")
   printf '\n### max_model_len %s\n\n' "$len" >>"$OUT"
-  cmdline pagedinfer "${args[@]/#$tiny/synth-tiny-q4_0.gguf}" --plot "docs/bench-kv-$len.svg"
+  cmdline pagedinfer "${args[@]/#$KV_MODEL/$(basename "$KV_MODEL")}" --plot "docs/bench-kv-$len.svg"
   "$BIN" "${args[@]}" -o json --plot "docs/bench-kv-$len.svg" >"docs/bench-kv-$len.json"
   jq -r '
     def pct: (. * 1000 | round / 10 | tostring) + "%";
@@ -84,7 +94,7 @@ for len in 4096 2048; do
     (["queue wait mean / max (s)", "\(.paged.queue_wait_mean_s|f2) / \(.paged.queue_wait_max_s|f2)", "\(.contiguous.queue_wait_mean_s|f2) / \(.contiguous.queue_wait_max_s|f2)"])
     | if type == "array" then "| " + join(" | ") + " |" else . end
   ' "docs/bench-kv-$len.json" >>"$OUT"
-  jq -r '.workload | "\nWorkload: \(.requests) requests, \(.prompt_tokens) prompt + \(.output_tokens) output tokens; KV \(.kv_dtype), \(.kv_bytes_per_token) bytes/token, budget \(.kv_cache_memory) bytes = \(.kv_cache_memory / .kv_bytes_per_token / .max_model_len) sequences of max_model_len."' \
+  jq -r '.workload | "\nModel \(.model | split("/") | last). Workload: \(.requests) requests, \(.prompt_tokens) prompt + \(.output_tokens) output tokens; KV \(.kv_dtype), \(.kv_bytes_per_token) bytes/token, budget \(.kv_cache_memory) bytes = \(.kv_cache_memory / .kv_bytes_per_token / .max_model_len) sequences of max_model_len."' \
     "docs/bench-kv-$len.json" >>"$OUT"
   printf '\n![occupancy at max_model_len %s](bench-kv-%s.svg)\n' "$len" "$len" >>"$OUT"
 done
