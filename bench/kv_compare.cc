@@ -61,10 +61,13 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
     const EngineStats st = e.stats();
     StepSample s;
     s.t_s = t;
-    s.utilization = e.KvReport().utilization();
     s.running = st.running;
     s.waiting = st.waiting;
-    s.saturated = st.waiting > 0 && st.running < config.max_num_seqs;
+    const OccupancyReport rep = e.KvReport();
+    const int64_t free_slots = (rep.blocks_total - rep.blocks_used) * rep.block_size;
+    s.utilization = rep.utilization();
+    s.saturated = st.waiting > 0 && st.running < config.max_num_seqs &&
+                  free_slots < config.max_num_batched_tokens;
     util_sum += s.utilization;
     running_sum += s.running;
     if (s.saturated) {

@@ -4,11 +4,12 @@
 // Definitions (measured after every engine step, when the step's tokens are stored):
 // - utilization = KvReport().bytes_used / bytes_reserved: bytes holding stored tokens over
 //   the whole pool.
-// - a step is *saturated* when, after it, requests are still waiting and fewer than
-//   max_num_seqs sequences run: demand exceeds what runs and the sequence cap is not what
-//   holds it back, so the KV pool (or the step's token budget) is the bottleneck.
-//   kv_utilization_mean / _min are over saturated steps; _mean_all is over every step,
-//   including the ramp-up and the drain at the end, where any cache sits partly empty.
+// - a step is *saturated* (the KV pool is what holds the queue back) when, after it,
+//   requests are still waiting, fewer than max_num_seqs sequences run, and the pool's free
+//   slots cannot take one full prefill chunk (fewer than max_num_batched_tokens; for the
+//   contiguous layout: no free max_model_len seat). kv_utilization_mean / _min are over
+//   saturated steps; _mean_all is over every step, including the ramp-up and the drain at
+//   the end, where any cache sits partly empty.
 // - queue wait: from submission (all requests are submitted before the first step, t = 0)
 //   to the start of the step that first admitted the request; in steps and in seconds.
 #pragma once

@@ -110,8 +110,9 @@ std::string KvBenchMarkdown(const KvBenchResult& r) {
   absl::StrAppend(
       &out,
       "\nutilization = bytes holding stored tokens / bytes reserved (KvReport), sampled after "
-      "every step; a step is saturated when requests still wait and fewer than max_num_seqs "
-      "run (the KV pool or the step's token budget holds the queue back).\n");
+      "every step; a step is saturated when requests still wait, fewer than max_num_seqs "
+      "run, and the pool has no room for one more full prefill chunk (fewer free slots than "
+      "max_num_batched_tokens): the KV pool holds the queue back.\n");
   return out;
 }
 

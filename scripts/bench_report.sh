@@ -32,7 +32,7 @@ models=${PAGEDINFER_MODELS:-../shared/models}
 KV_MODEL=${KV_MODEL:-}
 [[ -n "$KV_MODEL" || ! -f "$models/stories260K.gguf" ]] || KV_MODEL="$models/stories260K.gguf"
 KV_MODEL=${KV_MODEL:-$tiny}
-kv_per_token=$("$BIN" plan -m "$KV_MODEL" --memory 1GiB --json | jq .kv_bytes_per_token)
+kv_per_token=$({ "$BIN" plan -m "$KV_MODEL" --memory 1GiB --json || true; } | jq .kv_bytes_per_token)
 budget=$((KV_SEQS * 4096 * kv_per_token))
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,14 +58,16 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 section "Paged vs contiguous KV cache (bench-kv)"
 cat >>"$OUT" <<'TXT'
 One seeded workload runs through the real scheduler and model (a tiny model: its speed
-does not matter for occupancy) against one KV budget, once per layout; the budget (the same
-bytes at both lengths) holds KV_SEQS sequences of 4096 tokens. The
-contiguous layout reserves max_model_len slots per sequence, as a static cache does; the
-paged one hands out 16-slot blocks as tokens arrive. Utilization is bytes holding stored
-tokens over bytes reserved, sampled after every engine step; the "saturated" steps are those
-after which requests still wait while fewer than max_num_seqs (256) run, i.e. the KV pool
-(or the step's token budget) is what holds the queue back. The ramp-up and the drain at the
-end, where any cache is partly empty, are in the all-steps mean.
+does not matter for occupancy) against one KV budget, once per layout; the budget is the
+same bytes at both lengths. The contiguous layout reserves max_model_len slots per sequence,
+as a static cache does; the paged one hands out 16-slot blocks as tokens arrive (and, like
+vLLM, admits a request as soon as its first prefill chunk fits, preempting the newest
+sequence by recompute when decoding runs out of blocks). Utilization is bytes holding stored
+tokens over bytes reserved, sampled after every engine step. The "saturated" steps are those
+where the KV pool holds the queue back: after the step requests still wait, fewer than
+max_num_seqs (256) run, and the pool has no room for one more full prefill chunk (fewer free
+slots than max_num_batched_tokens, 1024; contiguous: no free seat). The ramp-up and the
+drain at the end, where any cache is partly empty, are only in the all-steps mean.
 TXT
 for len in 4096 2048; do
   args=(bench-kv -m "$KV_MODEL" --requests "$REQUESTS" --dist uniform --min 100 --max 1024 --seed 1
