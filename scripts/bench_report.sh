@@ -129,7 +129,7 @@ for b in quants_bench matmul_bench kvcache_bench tokenizer_bench; do
   "$exe" --benchmark_min_time="$MIN_TIME" --benchmark_format=json >"$tmp/$b.json" 2>"$tmp/$b.err" || true
   jq -r '
     "| benchmark | label | time | GB/s | items/s |", "|---|---|---:|---:|---:|",
-    (.benchmarks[] | "| \(.name) | \(.label // "") | \((.real_time * 1000 | round) / 1000) \(.time_unit) | \(if .bytes_per_second then ((.bytes_per_second / 1e7 | round) / 100 | tostring) else "" end) | \(if .items_per_second then ((.items_per_second / 1e4 | round) / 100 | tostring) + " M" else "" end) |")
+    (.benchmarks[] | "| \(.name) | \(.label // "") | \((.real_time * 1000 | round) / 1000) \(.time_unit) | \(if .bytes_per_second then ((.bytes_per_second / 1e6 | round) / 1000 | tostring) else "" end) | \(if .items_per_second then ((.items_per_second / 1e4 | round) / 100 | tostring) + " M" else "" end) |")
   ' "$tmp/$b.json" >>"$OUT" 2>/dev/null || echo "(no results: $(head -c 300 "$tmp/$b.err"))" >>"$OUT"
 done
 echo "wrote $OUT" >&2
