@@ -251,6 +251,7 @@ SequenceOutput Engine::OutputFor(const Sequence& seq) const {
   o.prompt_tokens = seq.prompt_len;
   o.output_tokens = seq.num_output();
   o.cached_prompt_tokens = seq.n_cached_prompt;
+  o.admitted_step = seq.first_step;
   return o;
 }
 
@@ -344,6 +345,7 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->sampler = std::make_unique<Sampler>(child->params);
     child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
     child->arrival = parent->arrival;
+    child->first_step = parent->first_step;
     if (!cache_->Fork(parent->id, child->id).ok()) {
       // Seats were reserved at admission, so this should not happen; if it does, the
       // completion ends at once (cancelled) rather than leaving its request waiting forever.
@@ -376,6 +378,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
     for (int j = 0; j < c.count; ++j) {
       batch.Add(c.seq->tokens[c.start + j], c.start + j, c.seq->id, c.sample && j == c.count - 1);
     }
+    if (c.seq->first_step < 0) c.seq->first_step = stats_.steps;
     const bool decode = c.count == 1 && c.sample && c.seq->num_output() > 0;
     if (!decode) stats_.prefill_tokens += c.count;
   }

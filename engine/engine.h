@@ -57,6 +57,10 @@ struct SequenceOutput {
   int prompt_tokens = 0;
   int output_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache
+  // The engine step (0-based, counted by EngineStats::steps) in which the sequence was first
+  // admitted: the steps it waited in the queue after submission (re-admissions after a
+  // preemption do not move it).
+  int64_t admitted_step = -1;
 };
 
 struct EngineStats {

@@ -34,6 +34,7 @@ struct Sequence {
   int64_t arrival = 0;       // submission order
   int64_t admitted_at = -1;  // admission order (preemption picks the largest)
   int preemptions = 0;
+  int64_t first_step = -1;  // engine step (0-based) that first ran a chunk of it: admission
 
   int num_output() const { return static_cast<int>(tokens.size()) - prompt_len; }
   int uncomputed() const { return static_cast<int>(tokens.size()) - n_computed; }

@@ -18,6 +18,8 @@ int DemoMain(int argc, char** argv);
 int ConvertMain(int argc, char** argv);
 int ServeMain(int argc, char** argv);
 int ChatMain(int argc, char** argv);
+int BenchMain(int argc, char** argv);
+int BenchKvMain(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"run", "generate text from a prompt", RunMain},
@@ -31,6 +33,11 @@ inline constexpr Command kCommands[] = {
     {"synth", "write a Llama-shaped GGUF with seeded random weights", SynthMain},
     {"demo", "the main job on a built-in default: generation, paged KV, the memory ledger",
      DemoMain},
+    {"bench", "prefill and decode tokens/s (llama-bench's table) and decode GB/s", BenchMain},
+    {"bench-kv",
+     "paged vs contiguous KV cache on one workload and budget: utilization, "
+     "concurrency, throughput",
+     BenchKvMain},
 };
 
 }  // namespace pinfer::cli

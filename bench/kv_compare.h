@@ -1,0 +1,77 @@
+// bench-kv: one workload through the real engine (scheduler, model, KV cache) against one KV
+// memory budget, once with the paged cache and once with the contiguous one.
+//
+// Definitions (measured after every engine step, when the step's tokens are stored):
+// - utilization = KvReport().bytes_used / bytes_reserved: bytes holding stored tokens over
+//   the whole pool.
+// - a step is *saturated* (the KV pool is what holds the queue back) when, after it,
+//   requests are still waiting, fewer than max_num_seqs sequences run, and the pool's free
+//   slots cannot take one full prefill chunk (fewer than max_num_batched_tokens; for the
+//   contiguous layout: no free max_model_len seat). kv_utilization_mean / _min are over
+//   saturated steps; _mean_all is over every step, including the ramp-up and the drain at
+//   the end, where any cache sits partly empty.
+// - queue wait: from submission (all requests are submitted before the first step, t = 0)
+//   to the start of the step that first admitted the request; in steps and in seconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/workload.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+
+namespace pinfer {
+
+struct StepSample {
+  double t_s = 0;          // seconds since the first step began, at the end of this one
+  double utilization = 0;  // bytes_used / bytes_reserved
+  int running = 0, waiting = 0;
+  bool saturated = false;
+};
+
+struct LayoutResult {
+  std::string layout;  // "paged" | "contiguous"
+  uint64_t bytes_reserved = 0;
+  int64_t pool_slots = 0;                    // token slots in the pool
+  int max_concurrency_at_max_model_len = 0;  // the ledger's guarantee
+  double kv_utilization_mean = 0, kv_utilization_min = 0, kv_utilization_mean_all = 0;
+  int64_t saturated_steps = 0;
+  int max_running = 0;
+  double mean_running = 0;  // over all steps
+  int64_t steps = 0;
+  double elapsed_s = 0;
+  int64_t finished = 0, output_tokens = 0, prefill_tokens = 0, preemptions = 0;
+  double requests_per_s = 0, output_tokens_per_s = 0;
+  double queue_wait_mean_s = 0, queue_wait_max_s = 0;
+  double queue_wait_mean_steps = 0;
+  int64_t queue_wait_max_steps = 0;
+  std::vector<StepSample> samples;
+};
+
+struct KvBenchResult {
+  WorkloadSpec spec;
+  std::string model;  // path or description
+  int requests = 0;
+  int64_t prompt_tokens = 0, output_tokens = 0;  // of the workload as drawn
+  int max_model_len = 0, block_size = 0, max_num_seqs = 0, max_num_batched_tokens = 0;
+  std::string kv_dtype;
+  uint64_t kv_cache_memory = 0;  // the budget both layouts got (whole max_model_len slots)
+  uint64_t kv_bytes_per_token = 0;
+  LayoutResult paged, contiguous;
+};
+
+// Runs the workload with config (its kv_layout is overridden; prefix caching is off, since
+// the prompts share nothing; ignore_eos so every output reaches its drawn length; greedy).
+absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
+                                           const std::vector<WorkloadRequest>& requests,
+                                           uint64_t seed);
+
+// Both layouts. The budget config.kv_cache_memory is first rounded down to whole
+// max_model_len sequences, so both pools reserve the same bytes.
+absl::StatusOr<KvBenchResult> CompareKvLayouts(const Model& model, EngineConfig config,
+                                               const WorkloadSpec& spec);
+
+}  // namespace pinfer

@@ -1,0 +1,168 @@
+#include "bench/speed.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench/workload.h"
+#include "engine/thread_pool.h"
+#include "loaders/absl_compat.h"
+
+namespace pinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t Elements(const WeightMatrix& w) { return static_cast<uint64_t>(w.rows * w.cols); }
+
+// Runs one request alone to completion; returns the seconds its steps took.
+absl::StatusOr<double> TimeRequest(Engine& e, std::vector<int32_t> prompt, int max_tokens) {
+  GenerationRequest req;
+  req.prompt = std::move(prompt);
+  req.params.temperature = 0.0f;
+  req.params.max_tokens = max_tokens;
+  req.params.ignore_eos = true;
+  auto id = e.AddRequest(std::move(req));
+  if (!id.ok()) return id.status();
+  const Clock::time_point t0 = Clock::now();
+  while (e.HasWork()) {
+    auto outs = e.Step();
+    if (!outs.ok()) return outs.status();
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void MeanStddev(SpeedTest* t) {
+  double sum = 0;
+  for (double v : t->samples_ts) sum += v;
+  const double n = static_cast<double>(t->samples_ts.size());
+  t->mean_ts = sum / n;
+  double sq = 0;
+  for (double v : t->samples_ts) sq += (v - t->mean_ts) * (v - t->mean_ts);
+  t->stddev_ts = n > 1 ? std::sqrt(sq / (n - 1)) : 0.0;  // sample stddev, as llama-bench
+}
+
+std::string ParamsLabel(uint64_t n) {
+  if (n >= 1'000'000'000) return absl::StrFormat("%.0fB", n / 1e9);
+  if (n >= 1'000'000) return absl::StrFormat("%.0fM", n / 1e6);
+  return absl::StrFormat("%.0fK", n / 1e3);
+}
+
+}  // namespace
+
+ModelSummary SummarizeModel(const Model& model, KvDtype kv_dtype) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  ModelSummary s;
+  s.size_bytes = w.total_bytes();
+  const bool tied = w.output.data == w.tok_embd.data;
+  uint64_t params = Elements(w.tok_embd) + w.output_norm.size();
+  uint64_t matrix_bytes = 0;
+  std::map<GgmlType, uint64_t> by_type;
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      params += Elements(*m);
+      matrix_bytes += m->bytes();
+      by_type[m->type] += m->bytes();
+    }
+    params += l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size();
+  }
+  if (!tied) params += Elements(w.output);
+  s.n_params = params;
+  // Decode reads every layer matrix and the output projection once per token, but only one
+  // row of the embedding table (all of it when the output projection is the same tensor).
+  s.decode_weight_bytes = matrix_bytes + w.output.bytes() + (tied ? 0 : w.tok_embd.row_bytes);
+  GgmlType main = GgmlType::kF32;
+  uint64_t most = 0;
+  for (const auto& [type, bytes] : by_type) {
+    if (bytes > most) most = bytes, main = type;
+  }
+  s.label = absl::StrCat(c.arch, " ", ParamsLabel(params), " ", Sv(GgmlTypeInfoOf(main).name));
+  auto row = KvRowBytes(kv_dtype, c.kv_dim());
+  s.kv_bytes_per_token = row.ok() ? 2ull * static_cast<uint64_t>(c.n_layers) * *row : 0;
+  return s;
+}
+
+double MeasureCopyBandwidth(int threads, size_t bytes, int reps) {
+  std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
+  ThreadPool pool(threads);
+  const int64_t chunk = 1 << 20;
+  const int64_t n_chunks = static_cast<int64_t>((bytes + chunk - 1) / chunk);
+  double best = 1e30;
+  for (int r = 0; r < reps + 1; ++r) {  // the first pass faults the pages in
+    const Clock::time_point t0 = Clock::now();
+    pool.ParallelFor(n_chunks, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) {
+        const size_t off = static_cast<size_t>(i * chunk);
+        std::memcpy(dst.data() + off, src.data() + off, std::min<size_t>(chunk, bytes - off));
+      }
+    });
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r > 0) best = std::min(best, s);
+  }
+  return 2.0 * static_cast<double>(bytes) / best / 1e9;
+}
+
+absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions& o) {
+  if (o.n_prompt < 0 || o.n_gen < 0 || (o.n_prompt == 0 && o.n_gen == 0)) {
+    return absl::InvalidArgumentError("need -p > 0 or -n > 0 (and neither negative)");
+  }
+  if (o.repetitions < 1) return absl::InvalidArgumentError("-r must be at least 1");
+  SpeedResult res;
+  res.model = SummarizeModel(model, o.engine.kv_dtype);
+  res.kv_dtype = std::string(KvDtypeName(o.engine.kv_dtype));
+  res.kv_layout = std::string(KvLayoutName(o.engine.kv_layout));
+  EngineConfig c = o.engine;
+  c.prefix_caching = false;  // every repetition computes its prompt
+  c.max_num_seqs = 1;
+  c.max_num_batched_tokens = std::max(o.n_prompt, 1);
+  c.max_model_len = (std::max(o.n_prompt, o.n_gen) + 1 + 15) / 16 * 16;
+  c.kv_cache_memory = res.model.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len);
+  auto engine = Engine::Create(model, c, nullptr, /*quiet=*/true);
+  if (!engine.ok()) return engine.status();
+  Engine& e = **engine;
+  res.threads = c.threads > 0 ? c.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int n_vocab = model.config().n_vocab;
+  int index = 0;
+  auto prompt = [&](int n) { return WorkloadPrompt(1234, index++, n, n_vocab); };
+
+  if (o.n_prompt > 0) {
+    SpeedTest t;
+    t.name = absl::StrCat("pp", o.n_prompt);
+    t.n_prompt = o.n_prompt;
+    if (auto w = TimeRequest(e, prompt(o.n_prompt), 1); !w.ok()) return w.status();  // warm-up
+    for (int r = 0; r < o.repetitions; ++r) {
+      auto s = TimeRequest(e, prompt(o.n_prompt), 1);
+      if (!s.ok()) return s.status();
+      t.samples_ts.push_back(o.n_prompt / *s);
+    }
+    MeanStddev(&t);
+    res.tests.push_back(std::move(t));
+  }
+  if (o.n_gen > 0) {
+    SpeedTest t;
+    t.name = absl::StrCat("tg", o.n_gen);
+    t.n_gen = o.n_gen;
+    if (auto w = TimeRequest(e, prompt(1), 1); !w.ok()) return w.status();  // warm-up
+    // One prompt token, then n_gen - 1 decodes: n_gen forward passes of one token each.
+    for (int r = 0; r < o.repetitions; ++r) {
+      auto s = TimeRequest(e, prompt(1), o.n_gen);
+      if (!s.ok()) return s.status();
+      t.samples_ts.push_back(o.n_gen / *s);
+    }
+    MeanStddev(&t);
+    // Token i (0-based) attends over i + 1 stored tokens: (n_gen + 1) / 2 on average.
+    t.bytes_per_token = res.model.decode_weight_bytes +
+                        res.model.kv_bytes_per_token * static_cast<uint64_t>(o.n_gen + 1) / 2;
+    t.achieved_gbps = static_cast<double>(t.bytes_per_token) * t.mean_ts / 1e9;
+    res.tests.push_back(std::move(t));
+  }
+  res.copy_gbps = MeasureCopyBandwidth(res.threads);
+  return res;
+}
+
+}  // namespace pinfer

@@ -1,0 +1,63 @@
+// `pagedinfer bench`: prompt processing (pp) and text generation (tg) speed of one sequence,
+// as llama-bench measures them (ppN: a prompt of N tokens in one step; tgN: N tokens decoded
+// one at a time from an empty context), mean and standard deviation over repetitions after
+// an untimed warm-up; plus decode's achieved memory bandwidth against a measured memcpy
+// bandwidth.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "engine/model.h"
+
+namespace pinfer {
+
+struct SpeedOptions {
+  int n_prompt = 512;  // 0: no pp test
+  int n_gen = 128;     // 0: no tg test
+  int repetitions = 5;
+  EngineConfig engine;  // kv_dtype, kv_layout, threads (pool sizes are set from the tests)
+};
+
+struct SpeedTest {
+  std::string name;  // "pp512", "tg128"
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> samples_ts;  // tokens per second, one per repetition
+  double mean_ts = 0, stddev_ts = 0;
+  // tg only: bytes read per generated token (weights + mean KV context) and the bandwidth
+  // that implies at the mean speed.
+  uint64_t bytes_per_token = 0;
+  double achieved_gbps = 0;
+};
+
+struct ModelSummary {
+  std::string label;  // llama-bench style: "llama 7B Q4_0"
+  uint64_t size_bytes = 0;
+  uint64_t n_params = 0;
+  uint64_t decode_weight_bytes = 0;  // weights read per decoded token (one embedding row)
+  uint64_t kv_bytes_per_token = 0;
+};
+ModelSummary SummarizeModel(const Model& model, KvDtype kv_dtype);
+
+struct SpeedResult {
+  ModelSummary model;
+  std::string backend = "CPU";
+  int threads = 0;
+  std::string kv_dtype, kv_layout;
+  double copy_gbps = 0;  // memcpy: (bytes read + bytes written) per second
+  std::vector<SpeedTest> tests;
+};
+
+// memcpy of two `bytes` buffers on `threads` threads, best of `reps`: GB/s counting bytes
+// read plus bytes written (10^9 bytes per GB).
+double MeasureCopyBandwidth(int threads, size_t bytes = 256ull << 20, int reps = 5);
+
+absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions& options);
+
+std::string SpeedMarkdown(const SpeedResult& r);  // llama-bench's table, then bandwidth
+std::string SpeedJson(const SpeedResult& r);      // an array of records, one per test
+
+}  // namespace pinfer
