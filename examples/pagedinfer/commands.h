@@ -15,6 +15,9 @@ int InspectMain(int argc, char** argv);
 int SynthMain(int argc, char** argv);
 int PlanMain(int argc, char** argv);
 int DemoMain(int argc, char** argv);
+int QuantizeMain(int argc, char** argv);
+int PerplexityMain(int argc, char** argv);
+int QualityMain(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"run", "generate text from a prompt", RunMain},
@@ -22,6 +25,10 @@ inline constexpr Command kCommands[] = {
     {"inspect", "describe a model file: shapes, tensor types, vocabulary, KV cost", InspectMain},
     {"plan", "size the memory ledger and KV pool for a model and memory budget", PlanMain},
     {"synth", "write a Llama-shaped GGUF with seeded random weights", SynthMain},
+    {"quantize", "requantize an F32/F16/BF16 GGUF to Q8_0, Q4_0, Q4_K_M, ...", QuantizeMain},
+    {"perplexity", "perplexity over a text (as llama-perplexity), KL against a base run",
+     PerplexityMain},
+    {"quality", "perplexity and KL of every weight format x every KV format", QualityMain},
     {"demo", "the main job on a built-in default: generation, paged KV, the memory ledger",
      DemoMain},
 };
