@@ -27,9 +27,10 @@ struct Bounds {
   int min_top1_of_64;  // teacher-forced agreement with F32's greedy tokens
 };
 
-// Measured on stories260K (x86-64, this commit): Q8_0 rel L2 0.0038, 64/64; Q4_0 0.062, 62/64;
-// Q4_K_M 0.027, 63/64. The bounds leave about 2x headroom on L2 and a few tokens on top-1.
-constexpr Bounds kBounds[] = {{"Q8_0", 0.01, 62}, {"Q4_0", 0.12, 56}, {"Q4_K_M", 0.06, 58}};
+// Measured on stories260K (x86-64-v3, 2 threads): Q8_0 rel L2 0.0050, top-1 64/64; Q4_0 0.036,
+// 53/64; Q4_K_M (here mostly Q5_0: rows of 64 are too short for Q4_K) 0.018, 63/64. Bounds:
+// about 2.2x the measured L2, and 2 to 5 tokens below the measured agreement.
+constexpr Bounds kBounds[] = {{"Q8_0", 0.012, 62}, {"Q4_0", 0.08, 48}, {"Q4_K_M", 0.04, 58}};
 
 class QuantizedCopy : public ::testing::TestWithParam<Bounds> {
  protected:
@@ -84,6 +85,8 @@ TEST_P(QuantizedCopy, LoadsRunsAndStaysClose) {
               d.rel_l2, d.max_abs, agree, kGreedy, static_cast<unsigned long long>(sum->in_bytes),
               static_cast<unsigned long long>(sum->out_bytes));
 }
+
+void PrintTo(const Bounds& b, std::ostream* os) { *os << b.type; }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantizedCopy, ::testing::ValuesIn(kBounds),
                          [](const auto& info) { return std::string(info.param.type); });
