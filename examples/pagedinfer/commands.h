@@ -20,6 +20,9 @@ int ServeMain(int argc, char** argv);
 int ChatMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
 int BenchKvMain(int argc, char** argv);
+int QuantizeMain(int argc, char** argv);
+int PerplexityMain(int argc, char** argv);
+int QualityMain(int argc, char** argv);
 
 inline constexpr Command kCommands[] = {
     {"run", "generate text from a prompt", RunMain},
@@ -31,6 +34,10 @@ inline constexpr Command kCommands[] = {
     {"convert", "write a Hugging Face model folder (safetensors, GPTQ, AWQ) as a GGUF file",
      ConvertMain},
     {"synth", "write a Llama-shaped GGUF with seeded random weights", SynthMain},
+    {"quantize", "requantize an F32/F16/BF16 GGUF to Q8_0, Q4_0, Q4_K_M, ...", QuantizeMain},
+    {"perplexity", "perplexity over a text (as llama-perplexity), KL against a base run",
+     PerplexityMain},
+    {"quality", "perplexity and KL of every weight format x every KV format", QualityMain},
     {"demo", "the main job on a built-in default: generation, paged KV, the memory ledger",
      DemoMain},
     {"bench", "prefill and decode tokens/s (llama-bench's table) and decode GB/s", BenchMain},

@@ -19,6 +19,10 @@ std::string ModelPath(const std::string& relative) {
   return std::filesystem::exists(p, ec) ? p.string() : std::string();
 }
 
+std::string SourcePath(const std::string& relative) {
+  return (std::filesystem::path(PAGEDINFER_SOURCE_DIR) / relative).string();
+}
+
 std::string TempDir(const std::string& tag) {
   std::random_device rd;
   std::filesystem::path p =

@@ -11,6 +11,10 @@ std::string ModelsDir();
 // Full path of a file under the models folder, or "" when the folder or file is absent.
 std::string ModelPath(const std::string& relative);
 
+// Full path of a file of the source tree (data/stories.txt, ...): the checkout this build was
+// configured from.
+std::string SourcePath(const std::string& relative);
+
 // A fresh, empty temporary directory for one test (removed by the OS's tmp cleaning).
 std::string TempDir(const std::string& tag);
 
