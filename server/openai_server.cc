@@ -1,6 +1,7 @@
 #include "server/openai_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <ctime>
 
@@ -107,6 +108,14 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
   const int threads = options_.http_threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(options_.max_body);
+  // Debian's cpp-httplib is a shared library built with a listen backlog of 5, so a burst of
+  // clients connecting at once would be refused. Keep the listening socket's descriptor (the
+  // options callback sees it before bind) so Bind() can raise the backlog afterwards.
+  http_->set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_socket_ = sock;
+  });
   handlers_ = std::make_unique<Handlers>(engine_, *worker_, options_, template_);
   handlers_->Install(*http_);
 }
@@ -130,6 +139,8 @@ absl::StatusOr<int> OpenAiServer::Bind() {
                                   std::to_string(options_.port) +
                                   " (in use, or not an address of this machine)");
   }
+  // On Linux a second listen() on a listening socket sets its backlog.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
   return port;
 }
 

@@ -46,7 +46,9 @@ class OpenAiServer {
   ServerOptions options_;
   ChatTemplate template_;
   std::unique_ptr<EngineWorker> worker_;
+  static constexpr int kListenBacklog = 512;
   std::unique_ptr<httplib::Server> http_;
+  int listen_socket_ = -1;  // the listening socket (set while binding)
   std::unique_ptr<Handlers> handlers_;
 };
 

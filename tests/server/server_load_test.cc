@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <mutex>
 #include <thread>
 
 #include "engine/model.h"
@@ -104,6 +105,7 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
   }
   constexpr int kRequests = 200, kInFlight = 32;
   std::atomic<int> next{0}, ok{0}, busy{0}, wrong{0};
+  std::mutex report_mu;
   std::vector<std::thread> clients;
   const auto t0 = std::chrono::steady_clock::now();
   for (int c = 0; c < kInFlight; ++c) {
@@ -117,11 +119,19 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
           const bool same =
               j["choices"][0]["text"] == alone[k] && !j["choices"][0]["finish_reason"].is_null();
           (same ? ok : wrong)++;
+          if (!same) {
+            std::lock_guard<std::mutex> lock(report_mu);
+            std::printf("request %d (prompt %zu): got %s\n  want %s\n", i, k,
+                        j["choices"][0].dump().c_str(), alone[k].c_str());
+          }
         } else if (res && res->status == 503 && res->has_header("Retry-After") &&
                    json::parse(res->body)["error"]["message"].is_string()) {
           busy++;
         } else {
           wrong++;
+          std::lock_guard<std::mutex> lock(report_mu);
+          std::printf("request %d: status %d body %s\n", i, res ? res->status : -1,
+                      res ? res->body.c_str() : "(no response)");
         }
       }
     });
@@ -172,11 +182,13 @@ TEST_F(ServerLoadTest, ClientsThatHangUpMidStreamAreCancelledAndFreeTheirBlocks)
   json body = Body("Once upon a time", 110);
   body["stream"] = true;
   body["ignore_eos"] = true;
-  std::vector<std::thread> hangups;
-  for (int i = 0; i < 6; ++i) {
-    hangups.emplace_back([&] { StreamAndHangUp(port_, body.dump()); });
+  // Two waves of three, so the engine admits each wave before the next arrives (the waiting
+  // queue holds 4).
+  for (int wave = 0; wave < 2; ++wave) {
+    std::vector<std::thread> hangups;
+    for (int i = 0; i < 3; ++i) hangups.emplace_back([&] { StreamAndHangUp(port_, body.dump()); });
+    for (std::thread& t : hangups) t.join();
   }
-  for (std::thread& t : hangups) t.join();
   EXPECT_TRUE(WaitForNoBlocksUsed());
   EXPECT_EQ(Metric("kv_blocks_used"), 0);
   std::printf("%ld of 6 streams cancelled before they ended\n",
