@@ -161,18 +161,7 @@ absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* 
   w->SetString("general.description",
                absl::StrCat("converted by pagedinfer convert from ", model.path()));
   w->SetU32("general.file_type", LlamaFileTypeId(ft));
-  w->SetU32(a + ".vocab_size", static_cast<uint32_t>(c.n_vocab));
-  w->SetU32(a + ".context_length", static_cast<uint32_t>(c.context_length));
-  w->SetU32(a + ".embedding_length", static_cast<uint32_t>(c.dim));
-  w->SetU32(a + ".block_count", static_cast<uint32_t>(c.n_layers));
-  w->SetU32(a + ".feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w->SetU32(a + ".attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w->SetF32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
-  w->SetF32(a + ".rope.freq_base", c.rope_theta);
-  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  SetHyperParameters(c, w);
   AddTokenizer(model.tokenizer().spec(), w);
   for (const TensorPlan& t : PlanTensors(c, ft)) {
     absl::StatusOr<Source> src = FindSource(model, t.name);

@@ -11,6 +11,7 @@
 namespace pinfer {
 
 class GgufFile;
+class GgufWriter;
 
 // Which elements RoPE rotates together. GGUF "llama" files use adjacent pairs (x[2i], x[2i+1]);
 // Hugging Face checkpoints and GGUF "qwen2" rotate halves (x[i], x[i + head_dim/2]).
@@ -42,6 +43,10 @@ struct ModelConfig {
 // A KV cache config with this model's geometry (layers, kv heads, head dim) and a format;
 // pool size, layout and limits are left for the caller.
 KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype);
+
+// Writes the {arch}.* hyper-parameter keys as llama.cpp names them (the inverse of
+// ModelConfigFromGguf).
+void SetHyperParameters(const ModelConfig& c, GgufWriter* w);
 
 // From GGUF metadata ({arch}.embedding_length, ...). Errors name the missing or bad key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);

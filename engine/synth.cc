@@ -77,16 +77,7 @@ absl::Status AddSynthModel(const ModelConfig& c, const FileType& ft, const Synth
                absl::StrCat("synthetic model: seeded random weights (seed ", options.seed,
                             "), not trained; written by pagedinfer synth"));
   w->SetU32("general.file_type", LlamaFileTypeId(ft));
-  w->SetU32(a + ".vocab_size", static_cast<uint32_t>(c.n_vocab));
-  w->SetU32(a + ".context_length", static_cast<uint32_t>(c.context_length));
-  w->SetU32(a + ".embedding_length", static_cast<uint32_t>(c.dim));
-  w->SetU32(a + ".block_count", static_cast<uint32_t>(c.n_layers));
-  w->SetU32(a + ".feed_forward_length", static_cast<uint32_t>(c.n_ff));
-  w->SetU32(a + ".attention.head_count", static_cast<uint32_t>(c.n_heads));
-  w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  w->SetF32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
-  w->SetF32(a + ".rope.freq_base", c.rope_theta);
-  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  SetHyperParameters(c, w);
   w->SetString("tokenizer.ggml.model", "llama");
   w->SetStringArray("tokenizer.ggml.tokens", vocab->tokens);
   w->SetF32Array("tokenizer.ggml.scores", vocab->scores);

@@ -35,7 +35,8 @@ template <typename T>
 class DevBuf {
  public:
   explicit DevBuf(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)),
+              cudaSuccess);
     Poison();
   }
   explicit DevBuf(const std::vector<T>& v) : DevBuf(v.size()) { Upload(v); }
@@ -376,33 +377,6 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
 
 // ---- end to end: stories260K on the CUDA backend against the CPU backend ----
 
-absl::StatusOr<std::vector<int32_t>> Greedy(const Model& m, EngineConfig cfg,
-                                            std::unique_ptr<Backend> backend,
-                                            const std::vector<int32_t>& prompt, int n,
-                                            std::vector<float>* first_logits) {
-  auto e = Engine::Create(m, cfg, std::move(backend), /*quiet=*/true);
-  if (!e.ok()) return e.status();
-  if (first_logits) {
-    (*e)->SetLogitsObserver([first_logits](int64_t, int, const float* l, int nv) {
-      if (first_logits->empty()) first_logits->assign(l, l + nv);
-    });
-  }
-  GenerationRequest req;
-  req.prompt = prompt;
-  req.params.temperature = 0;
-  req.params.max_tokens = n;
-  auto rid = (*e)->AddRequest(req);
-  if (!rid.ok()) return rid.status();
-  std::vector<int32_t> out;
-  while ((*e)->HasWork()) {
-    auto step = (*e)->Step();
-    if (!step.ok()) return step.status();
-    for (const SequenceOutput& o : *step)
-      out.insert(out.end(), o.new_tokens.begin(), o.new_tokens.end());
-  }
-  return out;
-}
-
 TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
   REQUIRE_CUDA();
   PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
@@ -420,11 +394,11 @@ TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
     EngineConfig cfg = pinfer::testing::SmallConfig(d);
     cfg.max_num_batched_tokens = 64;
     std::vector<float> cpu_logits, gpu_logits;
-    auto cpu = Greedy(m, cfg, nullptr, prompt, 48, &cpu_logits);
+    auto cpu = testing::GreedyTokens(m, cfg, prompt, 48, nullptr, &cpu_logits);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
     ASSERT_TRUE(backend.ok()) << backend.status();
-    auto gpu = Greedy(m, cfg, std::move(*backend), prompt, 48, &gpu_logits);
+    auto gpu = testing::GreedyTokens(m, cfg, prompt, 48, std::move(*backend), &gpu_logits);
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
     EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;

@@ -22,9 +22,16 @@ static absl::StatusOr<std::unique_ptr<Engine>> Make(const Model& model, const En
 }
 
 absl::StatusOr<std::vector<int32_t>> GreedyTokens(const Model& model, EngineConfig config,
-                                                  std::vector<int32_t> prompt, int max_tokens) {
-  auto e = Make(model, config);
+                                                  std::vector<int32_t> prompt, int max_tokens,
+                                                  std::unique_ptr<Backend> backend,
+                                                  std::vector<float>* first_logits) {
+  auto e = Engine::Create(model, config, std::move(backend), /*quiet=*/true);
   if (!e.ok()) return e.status();
+  if (first_logits != nullptr) {
+    (*e)->SetLogitsObserver([first_logits](int64_t, int, const float* l, int n) {
+      if (first_logits->empty()) first_logits->assign(l, l + n);
+    });
+  }
   GenerationRequest req;
   req.prompt = std::move(prompt);
   req.params.temperature = 0;

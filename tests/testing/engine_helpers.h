@@ -11,9 +11,12 @@
 
 namespace pinfer::testing {
 
-// Runs one greedy request alone and returns its output tokens.
+// Runs one greedy request alone and returns its output tokens (backend nullptr: the CPU's;
+// first_logits, when given, receives the logits after the prompt).
 absl::StatusOr<std::vector<int32_t>> GreedyTokens(const Model& model, EngineConfig config,
-                                                  std::vector<int32_t> prompt, int max_tokens);
+                                                  std::vector<int32_t> prompt, int max_tokens,
+                                                  std::unique_ptr<Backend> backend = nullptr,
+                                                  std::vector<float>* first_logits = nullptr);
 
 // The logits after the last prompt token of a request run alone.
 absl::StatusOr<std::vector<float>> PromptLogits(const Model& model, EngineConfig config,
