@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
-packages=(cmake ninja-build g++ pkg-config libabsl-dev libeigen3-dev libgtest-dev libgmock-dev
+packages=(cmake ninja-build g++ pkg-config libabsl-dev libgtest-dev libgmock-dev
   googletest libbenchmark-dev libcpp-httplib-dev nlohmann-json3-dev)
 # node + npm for the server's OpenAI-client test; skipped when a node install (NodeSource's
 # nodejs bundles npm) is already on the PATH, since Debian's npm would conflict with it.
