@@ -41,6 +41,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   opt.max_num_seqs = config.max_num_seqs;
   opt.max_num_batched_tokens = config.max_num_batched_tokens;
   opt.reserve_bytes = std::max(config.reserve_bytes, backend->MeasuredReserve());
+  opt.budget_option = config.kv_cache_memory > 0
+                          ? "the budget (weights + workspace + reserve + --kv-cache-memory)"
+                          : "the budget (--memory-utilization x detected memory)";
   std::string budget_source;
   if (config.kv_cache_memory > 0) {
     opt.budget_bytes = 0;  // the pool is given directly
@@ -63,8 +66,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   if (!ledger->fits) {
     return absl::ResourceExhaustedError(
         absl::StrCat("refusing to start: ", ledger->message,
-                     budget_source.empty() ? "" : absl::StrCat(" (budget: ", budget_source, ")"),
-                     ". Lower --max-model-len, choose a smaller --kv-dtype, or give more memory."));
+                     budget_source.empty() ? "" : absl::StrCat(" (Budget: ", budget_source, ".)")));
   }
   // Without an explicit pool size, never reserve more blocks than max_num_seqs sequences of
   // max_model_len can use: on the CPU the rest of the budget stays free for everything else.

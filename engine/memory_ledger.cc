@@ -37,7 +37,7 @@ std::string NoFitMessage(const MemoryLedger& l) {
   if (fixed >= l.budget_bytes) {
     absl::StrAppend(&msg, "the budget of ", FormatBytes(l.budget_bytes),
                     " does not even cover weights, workspace and reserve, so no KV cache fits. ",
-                    "Raise --memory to at least ", needed,
+                    "Raise ", l.budget_option, " to at least ", needed,
                     ", or lower --reserve / --max-num-batched-tokens, or use a smaller weight "
                     "format.");
     return msg;
@@ -47,11 +47,11 @@ std::string NoFitMessage(const MemoryLedger& l) {
                   " tokens). ");
   if (l.max_model_len_fit > 0) {
     absl::StrAppend(&msg, "The longest max_model_len that fits is ", l.max_model_len_fit,
-                    " (--max-model-len ", l.max_model_len_fit, "); or raise --memory to at least ",
-                    needed, ", or choose a smaller --kv-dtype (q8_0, q4_0).");
+                    " (--max-model-len ", l.max_model_len_fit, "); or raise ", l.budget_option,
+                    " to at least ", needed, ", or choose a smaller --kv-dtype (q8_0, q4_0).");
   } else {
-    absl::StrAppend(&msg, "Not even one block of ", l.block_size,
-                    " tokens fits; raise --memory to at least ", needed,
+    absl::StrAppend(&msg, "Not even one block of ", l.block_size, " tokens fits; raise ",
+                    l.budget_option, " to at least ", needed,
                     " or lower --reserve / --max-num-batched-tokens.");
   }
   return msg;
@@ -139,6 +139,7 @@ absl::StatusOr<MemoryLedger> ComputeLedger(const PlanInput& in, const LedgerOpti
   l.max_num_seqs = o.max_num_seqs;
   l.max_num_batched_tokens = o.max_num_batched_tokens;
   l.budget_bytes = o.budget_bytes;
+  l.budget_option = o.budget_option;
   l.weights = in.weights;
   l.weights_bytes = in.weights_bytes();
   l.workspace = WorkspaceBytes(c, o.max_num_batched_tokens, o.max_num_seqs, max_model_len);

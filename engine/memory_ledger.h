@@ -53,6 +53,8 @@ struct LedgerOptions {
   int64_t max_num_batched_tokens = 2048;  // tokens per forward step
   uint64_t budget_bytes = 0;              // all memory the engine may use (required, > 0)
   uint64_t reserve_bytes = 1ull << 30;    // runtime reserve
+  // How the user sets the budget, as messages name it ("raise --memory to at least ...").
+  std::string budget_option = "--memory";
 };
 
 // Score rows (one per query token x head pair processed at once) the workspace budgets for;
@@ -84,6 +86,7 @@ struct MemoryLedger {
   int max_num_seqs = 0;
   int64_t max_num_batched_tokens = 0;
   uint64_t budget_bytes = 0;
+  std::string budget_option = "--memory";
 
   // Lines.
   std::vector<WeightLine> weights;
