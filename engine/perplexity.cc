@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu_backend.h"
-#include "kvcache/kv_cache.h"
+#include "engine/score.h"
 
 namespace pinfer {
 namespace {
@@ -60,26 +60,11 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const Model& model, const Per
     return absl::InvalidArgumentError(absl::StrCat("context ", n_ctx, " exceeds the model's ",
                                                    c.context_length, "; use a smaller --ctx"));
   }
-  KvCacheConfig kc;
-  kc.n_layers = c.n_layers;
-  kc.n_kv_heads = c.n_kv_heads;
-  kc.head_dim = c.head_dim;
-  kc.dtype = options.kv_dtype;
-  kc.layout = KvLayout::kPaged;
-  kc.block_size = 16;
-  kc.max_model_len = n_ctx;
-  kc.max_num_seqs = 1;
-  kc.num_blocks = (n_ctx + kc.block_size - 1) / kc.block_size;
-  kc.prefix_caching = false;
-  absl::StatusOr<std::unique_ptr<KvCache>> cache = KvCache::Create(kc);
-  if (!cache.ok()) return cache.status();
   CpuBackend backend(model, n_batch, options.threads);
 
   const int n_vocab = c.n_vocab;
   const int32_t bos = model.tokenizer().bos();
   const bool add_bos = model.tokenizer().spec().add_bos && bos >= 0;
-  std::vector<float> logits(static_cast<size_t>(n_batch) * n_vocab);
-  std::vector<float> chunk_logits(static_cast<size_t>(n_ctx) * n_vocab);
   std::vector<float> lp(n_vocab);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -89,30 +74,15 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const Model& model, const Per
     const int start = ch * n_ctx;
     std::vector<int32_t> toks(plan.tokens.begin() + start, plan.tokens.begin() + start + n_ctx);
     if (add_bos) toks[0] = bos;
-    const SeqId id = 1;
-    if (absl::Status s = (*cache)->AddSequence(id); !s.ok()) return s;
-    for (int b = 0; b < n_ctx; b += n_batch) {
-      const int n = std::min(n_batch, n_ctx - b);
-      ForwardBatch batch;
-      // Only the scored half needs the output projection.
-      for (int k = 0; k < n; ++k) batch.Add(toks[b + k], b + k, id, b + k >= plan.first);
-      absl::Status s = (*cache)->Append(id, std::span<const int32_t>(toks.data() + b, n));
-      if (s.ok()) s = backend.Forward(batch, **cache, logits.data());
-      if (!s.ok()) {
-        (*cache)->Free(id);
-        return s;
-      }
-      for (size_t j = 0; j < batch.logit_rows.size(); ++j) {
-        const float* row = logits.data() + j * n_vocab;
-        std::copy(row, row + n_vocab,
-                  chunk_logits.begin() + static_cast<size_t>(b + batch.logit_rows[j]) * n_vocab);
-      }
-    }
-    (*cache)->Free(id);
+    // Only the scored half needs the output projection.
+    absl::StatusOr<std::vector<float>> scored =
+        ScoreSequence(model, backend, options.kv_dtype, toks, n_batch, plan.first);
+    if (!scored.ok()) return scored.status();
     // Logits at position i predict the chunk's token i + 1.
     for (int i = plan.first; i < n_ctx - 1; ++i) {
       const int32_t target = plan.tokens[start + i + 1];
-      LogSoftmax(chunk_logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab, lp.data());
+      LogSoftmax(scored->data() + static_cast<size_t>(i - plan.first) * n_vocab, n_vocab,
+                 lp.data());
       const double v = -static_cast<double>(lp[target]);
       nll += v;
       nll2 += v * v;

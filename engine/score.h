@@ -15,9 +15,10 @@ namespace pinfer {
 
 // Runs tokens[0..n) as one sequence from position 0 in chunks of at most `chunk` tokens
 // through `backend`, with a fresh KV cache of `kv_dtype`, and returns the logits after each
-// token: [n x n_vocab], row i predicts tokens[i + 1].
+// token from position `first` on: [(n - first) x n_vocab], row i predicts tokens[first + i + 1].
+// Positions before `first` fill the cache but skip the output projection.
 absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& backend,
                                                  KvDtype kv_dtype, std::span<const int32_t> tokens,
-                                                 int chunk);
+                                                 int chunk, int first = 0);
 
 }  // namespace pinfer
