@@ -27,6 +27,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
         "max_num_batched_tokens (", config.max_num_batched_tokens,
         ") must be at least max_num_seqs (", config.max_num_seqs, "), which must be at least 1"));
   }
+  if (config.admission_headroom < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "admission_headroom is ", config.admission_headroom,
+        "; it counts tokens of growth per running sequence, 0 or more (0 turns it off)"));
+  }
   if (!backend) {
     backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
   }
@@ -96,7 +101,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   e->cache_ = std::move(*cache);
   e->backend_ = std::move(backend);
   e->scheduler_ = std::make_unique<Scheduler>(
-      SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens}, *e->cache_);
+      SchedulerConfig{config.max_num_seqs, config.max_num_batched_tokens,
+                      config.admission_headroom},
+      *e->cache_);
   e->logits_.resize(static_cast<size_t>(config.max_num_batched_tokens) * mc.n_vocab);
   e->pool_summary_ = absl::StrFormat(
       "KV pool: %d tokens in %d blocks of %d (%s, %s %s); max_model_len %d fits %d sequences "
@@ -243,6 +250,7 @@ EngineStats Engine::stats() const {
   s.preemptions = scheduler_->preemptions();
   s.running = scheduler_->num_running();
   s.waiting = scheduler_->num_waiting();
+  s.kv_blocked = scheduler_->kv_blocked();
   return s;
 }
 
@@ -383,6 +391,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
     if (c.seq->first_step < 0) c.seq->first_step = stats_.steps;
     const bool decode = c.count == 1 && c.sample && c.seq->num_output() > 0;
     if (!decode) stats_.prefill_tokens += c.count;
+    stats_.forwarded_tokens += c.count;
   }
   if (absl::Status s = backend_->Forward(batch, *cache_, logits_.data()); !s.ok()) return s;
   RecordStages(*chunks);

@@ -32,6 +32,7 @@ struct EngineConfig {
   int max_model_len = 0;  // 0: the model's context length, at most 4096
   int max_num_seqs = 16;
   int max_num_batched_tokens = 512;
+  int admission_headroom = 64;  // see SchedulerConfig
   bool prefix_caching = true;
   uint64_t kv_cache_memory = 0;          // KV pool bytes; 0: from memory_utilization
   double memory_utilization = 0.9;       // of detected memory (available RAM on the CPU)
@@ -65,13 +66,15 @@ struct SequenceOutput {
 
 struct EngineStats {
   int64_t steps = 0;
-  int64_t prefill_tokens = 0;  // tokens computed in prompt / recompute chunks
+  int64_t prefill_tokens = 0;    // tokens computed in prompt / recompute chunks
+  int64_t forwarded_tokens = 0;  // every token through the model: prefill chunks and decodes
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t finished = 0;
   int max_running = 0;
   int running = 0;
   int waiting = 0;
+  bool kv_blocked = false;  // the last step's admission waited for KV blocks
 };
 
 class Engine {

@@ -68,6 +68,17 @@ bool Scheduler::MakeRoom(size_t i, int count) {
   return true;
 }
 
+int64_t Scheduler::GrowthBlocks() const {
+  if (config_.admission_headroom <= 0) return 0;
+  int64_t blocks = 0;
+  for (const Sequence* r : running_) {
+    const int final_len = r->prompt_len + r->params.max_tokens;
+    const int left = std::min(config_.admission_headroom, final_len - cache_.num_tokens(r->id));
+    if (left > 0) blocks += cache_.BlocksNeeded(r->id, left) * (1 + r->fork_pending);
+  }
+  return blocks;
+}
+
 absl::StatusOr<bool> Scheduler::AdmitHead(int budget, std::vector<ScheduledChunk>* out) {
   Sequence* seq = waiting_.front();
   // Running sequences, the forks they still owe, this one and its own forks.
@@ -80,9 +91,10 @@ absl::StatusOr<bool> Scheduler::AdmitHead(int budget, std::vector<ScheduledChunk
     seq->n_cached_prompt = seq->n_computed;
   }
   const int count = std::min(seq->uncomputed(), budget);
-  if (cache_.BlocksNeeded(seq->id, count) > cache_.NumFreeBlocks()) {
+  if (cache_.BlocksNeeded(seq->id, count) + GrowthBlocks() > cache_.NumFreeBlocks()) {
     cache_.Free(seq->id);  // the head waits: first come, first served
     seq->n_computed = 0;
+    kv_blocked_ = true;
     return false;
   }
   waiting_.pop_front();
@@ -97,6 +109,7 @@ absl::StatusOr<bool> Scheduler::AdmitHead(int budget, std::vector<ScheduledChunk
 absl::StatusOr<std::vector<ScheduledChunk>> Scheduler::Schedule() {
   std::vector<ScheduledChunk> out;
   int budget = config_.max_num_batched_tokens;
+  kv_blocked_ = false;
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i];
     const int count = std::min(seq->uncomputed(), budget);

@@ -5,7 +5,14 @@
 // tokens and max_num_seqs sequences. A sequence is admitted only when the pool has blocks for
 // its next chunk; when a running sequence cannot get a block, the most recently admitted
 // sequence is preempted: its blocks are freed and it waits at the head of the queue, to be
-// recomputed from its tokens later. Nothing ever runs out of memory mid-step.
+// recomputed from its tokens later (with prefix caching, its full blocks stay cached until
+// evicted, so re-admission usually recomputes little). Nothing ever runs out of memory
+// mid-step.
+//
+// Admission keeps headroom: a waiting sequence is admitted only if, after its chunk, the pool
+// still has the blocks the running sequences need for their next `admission_headroom` tokens
+// (each capped at what it may still generate). Admitting on the prompt alone, as vLLM does,
+// fills the pool with prompts and then preempts as soon as their outputs grow.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +28,7 @@ namespace pinfer {
 struct SchedulerConfig {
   int max_num_seqs = 16;
   int max_num_batched_tokens = 512;
+  int admission_headroom = 64;  // tokens of growth per running sequence; 0: none
 };
 
 // `count` tokens of `seq` starting at `start` run this step; the KV cache has their slots.
@@ -47,6 +55,9 @@ class Scheduler {
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   int num_running() const { return static_cast<int>(running_.size()); }
   int64_t preemptions() const { return preemptions_; }
+  // The last Schedule() left the head of the queue waiting for KV blocks (not for a seat
+  // under max_num_seqs or for token budget): the KV pool held the queue back.
+  bool kv_blocked() const { return kv_blocked_; }
   const std::vector<Sequence*>& running() const { return running_; }
 
  private:
@@ -57,6 +68,8 @@ class Scheduler {
   // Tries to admit the head of the queue with a chunk of at most `budget` tokens.
   absl::StatusOr<bool> AdmitHead(int budget, std::vector<ScheduledChunk>* out);
   absl::StatusOr<ScheduledChunk> Reserve(Sequence* seq, int count);
+  // Blocks the running sequences take over their next admission_headroom tokens.
+  int64_t GrowthBlocks() const;
 
   SchedulerConfig config_;
   KvCache& cache_;
@@ -64,6 +77,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   int64_t admissions_ = 0;
   int64_t preemptions_ = 0;
+  bool kv_blocked_ = false;
 };
 
 }  // namespace pinfer

@@ -18,6 +18,9 @@ void EngineFlags::Register(Args& a) {
         "longest sequence, prompt + output (0: model's, <= 4096)");
   a.Add("--max-num-seqs", &max_num_seqs, "sequences running at once");
   a.Add("--max-num-batched-tokens", &max_num_batched_tokens, "tokens per step (chunked prefill)");
+  a.Add("--admission-headroom", &admission_headroom,
+        "tokens of growth kept free per running sequence when admitting (0: admit when the "
+        "prompt fits, preempting later)");
   a.Add("--kv-cache-memory", &kv_cache_memory,
         "KV pool size, e.g. 2GiB (default: from --memory-utilization)");
   a.Add("--memory-utilization", &memory_utilization,
@@ -73,6 +76,7 @@ absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {
   c.max_model_len = max_model_len;
   c.max_num_seqs = max_num_seqs;
   c.max_num_batched_tokens = max_num_batched_tokens;
+  c.admission_headroom = admission_headroom;
   if (!kv_cache_memory.empty()) {
     auto bytes = ParseBytes(kv_cache_memory);
     if (!bytes.ok()) return bytes.status();

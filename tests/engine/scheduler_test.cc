@@ -33,64 +33,88 @@ class SchedulerTest : public ::testing::Test {
     if (variant % 3 == 1) p.back() = 300 + variant;  // diverge at the end
     return p;
   }
+  // 48 varied requests through a 40-block pool: every block comes back, and each output
+  // equals the request run alone (greedy). Returns the preemptions it took.
+  int64_t RunFortyEight(int admission_headroom) {
+    EngineConfig cfg = testing::SmallConfig(KvDtype::kF32);
+    cfg.max_num_seqs = 16;
+    cfg.max_num_batched_tokens = 64;
+    cfg.block_size = 16;
+    cfg.max_model_len = 256;
+    cfg.admission_headroom = admission_headroom;
+    // 1280 bytes per token at f32: 40 blocks of 16 tokens, far less than 48 requests need.
+    cfg.kv_cache_memory = 40ull * 16 * 1280;
+    auto engine = Engine::Create(*model_, cfg, nullptr, true);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    if (!engine.ok()) return -1;
+    Engine& e = **engine;
+    EXPECT_EQ(e.cache().num_blocks(), 40);
+
+    std::mt19937 rng(7);
+    std::map<int64_t, std::pair<std::vector<int32_t>, int>> requests;  // id -> prompt, max_tokens
+    for (int i = 0; i < 48; ++i) {
+      const int len = 2 + static_cast<int>(rng() % 30);
+      const int max_tokens = 8 + static_cast<int>(rng() % 90);
+      GenerationRequest req;
+      req.prompt = Prompt(len, i);
+      req.params.temperature = 0;
+      req.params.max_tokens = max_tokens;
+      req.params.ignore_eos = true;
+      auto id = e.AddRequest(req);
+      EXPECT_TRUE(id.ok()) << id.status();
+      if (!id.ok()) return -1;
+      requests[*id] = {req.prompt, max_tokens};
+    }
+    std::map<int64_t, std::vector<int32_t>> outputs;
+    int finished = 0;
+    while (e.HasWork()) {
+      auto step = e.Step();
+      EXPECT_TRUE(step.ok()) << step.status();
+      if (!step.ok()) return -1;
+      for (const SequenceOutput& o : *step) {
+        auto& out = outputs[o.request_id];
+        out.insert(out.end(), o.new_tokens.begin(), o.new_tokens.end());
+        finished += o.finished;
+      }
+      EXPECT_LE(e.KvReport().blocks_used, 40);
+    }
+    EXPECT_EQ(finished, 48);
+    EXPECT_LE(e.stats().max_running, 16);
+    const OccupancyReport end = e.KvReport();
+    EXPECT_EQ(end.blocks_used, 0);
+    EXPECT_EQ(end.blocks_free + end.blocks_cached, 40);
+
+    for (const auto& [id, req] : requests) {
+      auto want = testing::GreedyTokens(*model_, testing::SmallConfig(), req.first, req.second);
+      EXPECT_TRUE(want.ok()) << want.status();
+      if (!want.ok()) return -1;
+      // ignore_eos was set above; alone runs stop at EOS, so compare the common prefix length.
+      const auto& got = outputs[id];
+      EXPECT_GE(got.size(), want->size());
+      if (got.size() < want->size()) continue;
+      EXPECT_TRUE(std::equal(want->begin(), want->end(), got.begin())) << "request " << id;
+    }
+    return e.stats().preemptions;
+  }
   std::unique_ptr<Model> model_;
 };
 
 TEST_F(SchedulerTest, FortyEightRequestsThroughASmallPoolMatchRunningAlone) {
-  EngineConfig cfg = testing::SmallConfig(KvDtype::kF32);
-  cfg.max_num_seqs = 16;
-  cfg.max_num_batched_tokens = 64;
-  cfg.block_size = 16;
-  cfg.max_model_len = 256;
-  // 1280 bytes per token at f32: 40 blocks of 16 tokens, far less than 48 requests need.
-  cfg.kv_cache_memory = 40ull * 16 * 1280;
-  auto engine = Engine::Create(*model_, cfg, nullptr, true);
-  ASSERT_TRUE(engine.ok()) << engine.status();
-  Engine& e = **engine;
-  EXPECT_EQ(e.cache().num_blocks(), 40);
+  // Without headroom the scheduler admits on the prompt alone and must preempt.
+  const int64_t greedy = RunFortyEight(0);
+  EXPECT_GT(greedy, 0) << "the pool was meant to force preemptions";
+  // Keeping room for the running sequences' growth preempts less, with the same outputs.
+  const int64_t headroom = RunFortyEight(64);
+  EXPECT_GE(headroom, 0);
+  EXPECT_LT(headroom, greedy);
+}
 
-  std::mt19937 rng(7);
-  std::map<int64_t, std::pair<std::vector<int32_t>, int>> requests;  // id -> prompt, max_tokens
-  for (int i = 0; i < 48; ++i) {
-    const int len = 2 + static_cast<int>(rng() % 30);
-    const int max_tokens = 8 + static_cast<int>(rng() % 90);
-    GenerationRequest req;
-    req.prompt = Prompt(len, i);
-    req.params.temperature = 0;
-    req.params.max_tokens = max_tokens;
-    req.params.ignore_eos = true;
-    auto id = e.AddRequest(req);
-    ASSERT_TRUE(id.ok()) << id.status();
-    requests[*id] = {req.prompt, max_tokens};
-  }
-  std::map<int64_t, std::vector<int32_t>> outputs;
-  int finished = 0;
-  while (e.HasWork()) {
-    auto step = e.Step();
-    ASSERT_TRUE(step.ok()) << step.status();
-    for (const SequenceOutput& o : *step) {
-      auto& out = outputs[o.request_id];
-      out.insert(out.end(), o.new_tokens.begin(), o.new_tokens.end());
-      finished += o.finished;
-    }
-    EXPECT_LE(e.KvReport().blocks_used, 40);
-  }
-  EXPECT_EQ(finished, 48);
-  EXPECT_GT(e.stats().preemptions, 0) << "the pool was meant to force preemptions";
-  EXPECT_LE(e.stats().max_running, 16);
-  const OccupancyReport end = e.KvReport();
-  EXPECT_EQ(end.blocks_used, 0);
-  EXPECT_EQ(end.blocks_free + end.blocks_cached, 40);
-
-  for (const auto& [id, req] : requests) {
-    GenerationRequest r;
-    auto want = testing::GreedyTokens(*model_, testing::SmallConfig(), req.first, req.second);
-    ASSERT_TRUE(want.ok()) << want.status();
-    // ignore_eos was set above; alone runs stop at EOS, so compare the common prefix length.
-    const auto& got = outputs[id];
-    ASSERT_GE(got.size(), want->size());
-    EXPECT_TRUE(std::equal(want->begin(), want->end(), got.begin())) << "request " << id;
-  }
+TEST_F(SchedulerTest, NegativeAdmissionHeadroomIsRefused) {
+  EngineConfig cfg = testing::SmallConfig();
+  cfg.admission_headroom = -1;
+  auto e = Engine::Create(*model_, cfg, nullptr, true);
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(e.status().message(), HasSubstr("admission_headroom"));
 }
 
 TEST_F(SchedulerTest, RefusesPromptPlusMaxTokensBeyondMaxModelLen) {
