@@ -20,7 +20,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
                                            const std::vector<WorkloadRequest>& requests,
                                            uint64_t seed) {
-  config.prefix_caching = false;
   auto engine = Engine::Create(model, config, nullptr, /*quiet=*/true);
   if (!engine.ok()) return engine.status();
   Engine& e = **engine;
@@ -64,10 +63,8 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
     s.running = st.running;
     s.waiting = st.waiting;
     const OccupancyReport rep = e.KvReport();
-    const int64_t free_slots = (rep.blocks_total - rep.blocks_used) * rep.block_size;
     s.utilization = rep.utilization();
-    s.saturated = st.waiting > 0 && st.running < config.max_num_seqs &&
-                  free_slots < config.max_num_batched_tokens;
+    s.saturated = st.kv_blocked;
     util_sum += s.utilization;
     running_sum += s.running;
     if (s.saturated) {
@@ -83,6 +80,10 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
   r.elapsed_s = Seconds(t0, Clock::now());
   r.max_running = st.max_running;
   r.prefill_tokens = st.prefill_tokens;
+  r.forwarded_tokens = st.forwarded_tokens;
+  if (r.forwarded_tokens > 0) {
+    r.us_per_forwarded_token = 1e6 * r.elapsed_s / static_cast<double>(r.forwarded_tokens);
+  }
   r.preemptions = st.preemptions;
   if (r.finished != static_cast<int64_t>(requests.size())) {
     return absl::InternalError(

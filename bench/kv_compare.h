@@ -4,11 +4,11 @@
 // Definitions (measured after every engine step, when the step's tokens are stored):
 // - utilization = KvReport().bytes_used / bytes_reserved: bytes holding stored tokens over
 //   the whole pool.
-// - a step is *saturated* (the KV pool is what holds the queue back) when, after it,
-//   requests are still waiting, fewer than max_num_seqs sequences run, and the pool's free
-//   slots cannot take one full prefill chunk (fewer than max_num_batched_tokens; for the
-//   contiguous layout: no free max_model_len seat). kv_utilization_mean / _min are over
-//   saturated steps; _mean_all is over every step, including the ramp-up and the drain at
+// - a step is *saturated* (the KV pool is what holds the queue back) when its scheduling
+//   left the head of the queue waiting for KV blocks: not for a seat under max_num_seqs or
+//   for the step's token budget (Scheduler::kv_blocked; for the contiguous layout: no free
+//   max_model_len seat; for the paged one, admission headroom included). kv_utilization_mean / _min
+//   are over saturated steps; _mean_all is over every step, including the ramp-up and the drain at
 //   the end, where any cache sits partly empty.
 // - queue wait: from submission (all requests are submitted before the first step, t = 0)
 //   to the start of the step that first admitted the request; in steps and in seconds.
@@ -44,6 +44,8 @@ struct LayoutResult {
   int64_t steps = 0;
   double elapsed_s = 0;
   int64_t finished = 0, output_tokens = 0, prefill_tokens = 0, preemptions = 0;
+  int64_t forwarded_tokens = 0;       // prefill, recompute and decode tokens through the model
+  double us_per_forwarded_token = 0;  // elapsed / forwarded_tokens
   double requests_per_s = 0, output_tokens_per_s = 0;
   double queue_wait_mean_s = 0, queue_wait_max_s = 0;
   double queue_wait_mean_steps = 0;
@@ -63,8 +65,10 @@ struct KvBenchResult {
   LayoutResult paged, contiguous;
 };
 
-// Runs the workload with config (its kv_layout is overridden; prefix caching is off, since
-// the prompts share nothing; ignore_eos so every output reaches its drawn length; greedy).
+// Runs the workload with config (its kv_layout is overridden; ignore_eos so every output
+// reaches its drawn length; greedy). The prompts share nothing, so with prefix caching on
+// (config's choice, the default) the only hits are a preempted sequence finding its own
+// blocks still cached when it is re-admitted; the contiguous layout has no prefix cache.
 absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
                                            const std::vector<WorkloadRequest>& requests,
                                            uint64_t seed);

@@ -29,6 +29,8 @@ nlohmann::ordered_json LayoutJson(const LayoutResult& r) {
   j["finished"] = r.finished;
   j["output_tokens"] = r.output_tokens;
   j["prefill_tokens"] = r.prefill_tokens;
+  j["forwarded_tokens"] = r.forwarded_tokens;
+  j["us_per_forwarded_token"] = r.us_per_forwarded_token;
   j["bytes_reserved"] = r.bytes_reserved;
   j["pool_slots"] = r.pool_slots;
   j["max_concurrency_at_max_model_len"] = r.max_concurrency_at_max_model_len;
@@ -101,6 +103,9 @@ std::string KvBenchMarkdown(const KvBenchResult& r) {
   row("preemptions", [](const LayoutResult& l) { return absl::StrCat(l.preemptions); });
   row("prompt tokens computed (recompute included)",
       [](const LayoutResult& l) { return absl::StrCat(l.prefill_tokens); });
+  row("tokens through the model (time per token)", [](const LayoutResult& l) {
+    return absl::StrFormat("%d (%.0f us)", l.forwarded_tokens, l.us_per_forwarded_token);
+  });
   row("queue wait: mean / max (steps)", [](const LayoutResult& l) {
     return absl::StrFormat("%.0f / %d", l.queue_wait_mean_steps, l.queue_wait_max_steps);
   });
@@ -110,9 +115,9 @@ std::string KvBenchMarkdown(const KvBenchResult& r) {
   absl::StrAppend(
       &out,
       "\nutilization = bytes holding stored tokens / bytes reserved (KvReport), sampled after "
-      "every step; a step is saturated when requests still wait, fewer than max_num_seqs "
-      "run, and the pool has no room for one more full prefill chunk (fewer free slots than "
-      "max_num_batched_tokens): the KV pool holds the queue back.\n");
+      "every step; a step is saturated when the scheduler left the head of the queue waiting "
+      "for KV blocks (not for a seat under max_num_seqs or for the step's token budget): the "
+      "KV pool holds the queue back.\n");
   return out;
 }
 

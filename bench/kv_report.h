@@ -4,7 +4,8 @@
 // saturated_steps, max_running, mean_running, requests_per_s, output_tokens_per_s,
 // preemptions, queue_wait_mean_s, queue_wait_max_s, queue_wait_mean_steps,
 // queue_wait_max_steps, steps, elapsed_s, finished, output_tokens, prefill_tokens,
-// bytes_reserved, pool_slots, max_concurrency_at_max_model_len.
+// forwarded_tokens, us_per_forwarded_token, bytes_reserved, pool_slots,
+// max_concurrency_at_max_model_len.
 #pragma once
 
 #include <string>

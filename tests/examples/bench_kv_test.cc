@@ -58,7 +58,8 @@ void ExpectLayoutKeys(const nlohmann::json& l) {
   for (const char* key :
        {"kv_utilization_mean", "kv_utilization_min", "kv_utilization_mean_all", "max_running",
         "requests_per_s", "output_tokens_per_s", "preemptions", "queue_wait_mean_s",
-        "queue_wait_max_s", "queue_wait_mean_steps", "steps", "finished", "bytes_reserved"}) {
+        "queue_wait_max_s", "queue_wait_mean_steps", "steps", "finished", "bytes_reserved",
+        "prefill_tokens", "forwarded_tokens", "us_per_forwarded_token"}) {
     EXPECT_TRUE(l.contains(key)) << key;
   }
 }
@@ -102,6 +103,11 @@ TEST(BenchKv, PagedHoldsMoreAndEveryRequestFinishes) {
   EXPECT_GT(r->paged.max_running, r->contiguous.max_running);
   EXPECT_GT(r->paged.kv_utilization_mean, r->contiguous.kv_utilization_mean);
   EXPECT_LT(r->paged.steps, r->contiguous.steps);
+  // Every prompt and output token goes through the model at least once (the first output
+  // token comes from the prompt's last position).
+  for (const LayoutResult* l : {&r->paged, &r->contiguous}) {
+    EXPECT_GE(l->forwarded_tokens, r->prompt_tokens + r->output_tokens - kRequests);
+  }
 
   nlohmann::json j = nlohmann::json::parse(KvBenchJson(*r));
   ASSERT_TRUE(j.contains("workload"));
