@@ -47,16 +47,38 @@ void Axpy(float p, const float* x, float* y, int n) {
   for (; i < n; ++i) y[i] = std::fma(p, x[i], y[i]);
 }
 
+// Bytes [begin, end) of each row that the kv-head slice reads (rounded out to cache lines).
+struct RowSpan {
+  size_t begin = 0, end = 0;
+};
+
+// Asks the hardware to start loading a block's rows while the previous block is processed:
+// a block's rows of one layer are adjacent, but the next block can be anywhere in the pool,
+// which the hardware prefetcher cannot guess (a contiguous cache is one long stream).
+void PrefetchRows(const uint8_t* first_row, int rows, size_t row_bytes, RowSpan span) {
+#if defined(__GNUC__)
+  for (int r = 0; r < rows; ++r, first_row += row_bytes) {
+    for (size_t b = span.begin; b < span.end; b += 64) __builtin_prefetch(first_row + b, 0, 3);
+  }
+#else
+  (void)first_row, (void)rows, (void)row_bytes, (void)span;
+#endif
+}
+
 // Calls fn(t, row) for the rows of tokens [0, n_ctx) of one layer's keys or values.
 template <typename Fn>
 void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int n_ctx,
-                Fn fn) {
+                RowSpan span, Fn fn) {
   const int bs = cache.block_size();
   const size_t row_bytes = cache.row_bytes();
   int t = 0;
   for (size_t blk = 0; t < n_ctx; ++blk) {
     const uint8_t* row = cache.Row(table[blk], layer, kv, 0);  // a block's rows are adjacent
     const int stop = std::min(n_ctx, t + bs);
+    if (stop < n_ctx) {
+      PrefetchRows(cache.Row(table[blk + 1], layer, kv, 0), std::min(bs, n_ctx - stop), row_bytes,
+                   span);
+    }
     for (; t < stop; ++t, row += row_bytes) fn(t, row);
   }
 }
@@ -94,9 +116,16 @@ void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape&
   float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_ctx);
   const int64_t slice_begin = static_cast<int64_t>(kv_begin) * hd;
   const int64_t slice_len = static_cast<int64_t>(kv_end - kv_begin) * hd;
+  // The bytes of a row the slice touches, in proportion (a prefetch hint, so approximate:
+  // block-quantized formats and fp8's row scale may reach one line further).
+  const size_t rb = cache.row_bytes();
+  RowSpan span;
+  span.begin = rb * static_cast<size_t>(slice_begin) / static_cast<size_t>(n_row) / 64 * 64;
+  span.end = std::min(
+      rb, rb * static_cast<size_t>(slice_begin + slice_len) / static_cast<size_t>(n_row) + 64);
   // Keys: each row's slice for these kv heads is decoded once; every query head of each
   // group scores it.
-  ForEachRow(cache, table, layer, 0, n_ctx, [&](int t, const uint8_t* row) {
+  ForEachRow(cache, table, layer, 0, n_ctx, span, [&](int t, const uint8_t* row) {
     KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
     for (int h = 0; h < n_q; ++h) {
       scores[static_cast<size_t>(h) * n_ctx + t] =
@@ -115,7 +144,7 @@ void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape&
     for (int t = 0; t < n_ctx; ++t) p[t] *= inv;
   }
   // Values, accumulated in token order.
-  ForEachRow(cache, table, layer, 1, n_ctx, [&](int t, const uint8_t* row) {
+  ForEachRow(cache, table, layer, 1, n_ctx, span, [&](int t, const uint8_t* row) {
     KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
     for (int h = 0; h < n_q; ++h) {
       Axpy(scores[static_cast<size_t>(h) * n_ctx + t], row_buf + (h / group) * hd,
