@@ -36,7 +36,8 @@ class ServerLoadTest : public ::testing::Test {
     c.max_waiting = 4;
     c.threads = 2;
     // 24 blocks of 16 tokens: two max_model_len sequences, far fewer than 8 running ones
-    // could grow into, so decoding preempts.
+    // could grow into; with no admission headroom decoding preempts.
+    c.admission_headroom = 0;
     EngineConfig probe_config = c;
     probe_config.kv_cache_memory = 64 << 20;
     auto probe = Engine::Create(*model_, probe_config, nullptr, /*quiet=*/true);
@@ -210,6 +211,16 @@ TEST_F(ServerLoadTest, ErrorsUseOpenAiShapes) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(json::parse(res->body)["error"]["param"], "max_tokens");
+  // A body over --max-body (1 MiB by default) is refused before it is parsed.
+  res = Client().Post("/v1/completions", Body(std::string(2 << 20, 'a'), 8).dump(),
+                      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], "request_too_large");
+  res = Client().Post("/v1/nothing", "{}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], "not_found");
   res = Client().Get("/v1/memory");
   ASSERT_TRUE(res && res->status == 200);
   const json mem = json::parse(res->body);
