@@ -99,8 +99,11 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
         AddInPlace(k, L.bk.data(), c.kv_dim());
         AddInPlace(v, L.bv.data(), c.kv_dim());
       }
-      ApplyRope(q, c.n_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style);
-      ApplyRope(k, c.n_kv_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style);
+      const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+      ApplyRope(q, c.n_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style,
+                c.rope_freq_scale, factors);
+      ApplyRope(k, c.n_kv_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style,
+                c.rope_freq_scale, factors);
       const SeqId seq = batch.seq_ids[t];
       KvEncodeRow(kv_dtype, k, cache.TokenRow(seq, batch.positions[t], l, 0), c.kv_dim());
       KvEncodeRow(kv_dtype, v, cache.TokenRow(seq, batch.positions[t], l, 1), c.kv_dim());

@@ -30,6 +30,7 @@ absl::StatusOr<Source> FindSource(const Model& model, const std::string& name) {
   if (name == "token_embd.weight") return Source{&w.tok_embd};
   if (name == "output.weight") return Source{&w.output};
   if (name == "output_norm.weight") return Source{nullptr, &w.output_norm};
+  if (name == "rope_freqs.weight") return Source{nullptr, &c.rope_freq_factors};
   std::vector<std::string> parts = absl::StrSplit(name, '.');
   int layer = -1;
   if (parts.size() == 4 && parts[0] == "blk") layer = std::atoi(parts[1].c_str());

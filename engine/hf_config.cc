@@ -39,6 +39,53 @@ absl::Status GetFloat(const json& j, std::string_view source, const char* key, f
   return absl::OkStatus();
 }
 
+// rope_scaling: "llama3" (Llama 3.1+) becomes per-pair factors, "linear" a frequency scale;
+// other kinds (dynamic, yarn, longrope, ...) are refused rather than run wrongly.
+absl::Status ParseRopeScaling(const json& r, std::string_view source, ModelConfig* m) {
+  const std::string where = absl::StrCat(Sv(source), ": rope_scaling ", r.dump());
+  if (!r.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, " is not an object"));
+  std::string type;
+  for (const char* key : {"rope_type", "type"}) {
+    if (r.contains(key) && r[key].is_string()) type = r[key].get<std::string>();
+  }
+  double factor = 0, low = 1, high = 4, original = 8192;
+  auto number = [&](const char* key, double* out, bool required) -> absl::Status {
+    if (!r.contains(key) || r[key].is_null()) {
+      return required ? absl::InvalidArgumentError(absl::StrCat(where, " has no \"", key, "\""))
+                      : absl::OkStatus();
+    }
+    if (!r[key].is_number() || !(r[key].get<double>() > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": \"", key, "\" must be a positive number"));
+    }
+    *out = r[key].get<double>();
+    return absl::OkStatus();
+  };
+  if (type == "default") return absl::OkStatus();
+  if (type == "linear") {
+    if (absl::Status s = number("factor", &factor, true); !s.ok()) return s;
+    m->rope_freq_scale = static_cast<float>(1.0 / factor);
+    return absl::OkStatus();
+  }
+  if (type == "llama3") {
+    for (auto [key, out] : {std::pair{"factor", &factor}, std::pair{"low_freq_factor", &low},
+                            std::pair{"high_freq_factor", &high},
+                            std::pair{"original_max_position_embeddings", &original}}) {
+      if (absl::Status s = number(key, out, true); !s.ok()) return s;
+    }
+    if (!(high > low)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": high_freq_factor must exceed low_freq_factor"));
+    }
+    m->rope_freq_factors =
+        Llama3RopeFactors(m->rope_theta, m->head_dim, factor, low, high, original);
+    return absl::OkStatus();
+  }
+  return absl::UnimplementedError(
+      absl::StrCat(where, ": RoPE scaling '", type,
+                   "' is not supported; supported: linear and llama3 (Llama 3.1 and later)"));
+}
+
 }  // namespace
 
 absl::StatusOr<HfConfig> ParseHfConfig(std::string_view json_text, std::string_view source) {
@@ -94,8 +141,7 @@ absl::StatusOr<HfConfig> ParseHfConfig(std::string_view json_text, std::string_v
     m.tied_embeddings = j["tie_word_embeddings"].get<bool>();
   }
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    return absl::UnimplementedError(absl::StrCat(
-        Sv(source), ": rope_scaling ", j["rope_scaling"].dump(), " is not supported yet"));
+    if (absl::Status s = ParseRopeScaling(j["rope_scaling"], source, &m); !s.ok()) return s;
   }
   if (j.contains("quantization_config") && !j["quantization_config"].is_null()) {
     absl::StatusOr<QuantConfig> q = ParseQuantConfigJson(

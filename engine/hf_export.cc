@@ -157,6 +157,14 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
         absl::StrCat("cannot write weights as ", Sv(StDtypeName(dtype)), "; use F32, F16 or BF16"));
   }
   const ModelConfig& c = model.config();
+  if (!c.rope_freq_factors.empty()) {
+    // config.json states llama3 scaling by its parameters, which per-pair factors do not
+    // determine; writing none would silently change the model.
+    return absl::UnimplementedError(
+        "this model has per-pair RoPE frequency factors (rope_freqs.weight, Llama 3.1 style), "
+        "which a config.json can only state as the rope_scaling parameters they came from; "
+        "exporting it to a Hugging Face folder is not supported");
+  }
   const TokenizerSpec& spec = model.tokenizer().spec();
   absl::StatusOr<std::string> tok_json = HfTokenizerJson(spec);
   if (!tok_json.ok()) return tok_json.status();
@@ -181,6 +189,9 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
               {"torch_dtype", dtype == StDtype::kF32   ? "float32"
                               : dtype == StDtype::kF16 ? "float16"
                                                        : "bfloat16"}};
+  if (c.rope_freq_scale != 1.0f) {
+    cfg["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0 / c.rope_freq_scale}};
+  }
   if (spec.bos_id >= 0) cfg["bos_token_id"] = spec.bos_id;
   if (spec.eos_id >= 0) cfg["eos_token_id"] = spec.eos_id;
   json tok_cfg = {{"add_bos_token", spec.add_bos}, {"add_eos_token", spec.add_eos}};

@@ -1,5 +1,8 @@
 #include "engine/model_config.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "loaders/gguf.h"
 
@@ -22,6 +25,20 @@ absl::Status ModelConfig::Validate() const {
   if (head_dim % 2 != 0)
     return bad(absl::StrCat("head dim ", head_dim, " is odd; RoPE needs pairs"));
   if (!(rms_eps > 0) || !(rope_theta > 0)) return bad("rms_eps and rope_theta must be positive");
+  if (!(rope_freq_scale > 0) || !std::isfinite(rope_freq_scale)) {
+    return bad(absl::StrCat("RoPE frequency scale ", rope_freq_scale, " must be positive"));
+  }
+  if (!rope_freq_factors.empty()) {
+    if (rope_freq_factors.size() != static_cast<size_t>(head_dim / 2)) {
+      return bad(absl::StrCat(rope_freq_factors.size(), " RoPE frequency factors for head dim ",
+                              head_dim, "; expected ", head_dim / 2));
+    }
+    for (float f : rope_freq_factors) {
+      if (!(f > 0) || !std::isfinite(f)) {
+        return bad(absl::StrCat("RoPE frequency factor ", f, " must be positive and finite"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -48,7 +65,72 @@ void SetHyperParameters(const ModelConfig& c, GgufWriter* w) {
   w->SetF32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   w->SetF32(a + ".rope.freq_base", c.rope_theta);
   w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  if (c.rope_freq_scale != 1.0f) {  // per-pair factors travel as the rope_freqs.weight tensor
+    w->SetString(a + ".rope.scaling.type", "linear");
+    w->SetF32(a + ".rope.scaling.factor", 1.0f / c.rope_freq_scale);
+  }
 }
+
+std::vector<float> Llama3RopeFactors(float theta, int head_dim, double factor,
+                                     double low_freq_factor, double high_freq_factor,
+                                     double original_max_position_embeddings) {
+  const double low_freq_wavelen = original_max_position_embeddings / low_freq_factor;
+  const double high_freq_wavelen = original_max_position_embeddings / high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < head_dim / 2; ++i) {
+    // The frequency in float32, as the reference computes it before the wavelength test.
+    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / head_dim);
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_freq_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      const double smooth = (original_max_position_embeddings / wavelen - low_freq_factor) /
+                            (high_freq_factor - low_freq_factor);
+      out.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// {arch}.rope.scaling.* keys and the rope_freqs.weight tensor into c.
+absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfig* c) {
+  std::string type = f.GetString(p + "rope.scaling.type").value_or("");
+  double factor = 0;
+  if (auto v = f.GetFloat(p + "rope.scaling.factor"); v.ok()) {
+    factor = *v;
+  } else if (auto old = f.GetFloat(p + "rope.scale_linear"); old.ok()) {
+    factor = *old;
+  }
+  if (!type.empty() && type != "none" && type != "linear") {
+    return absl::UnimplementedError(absl::StrCat(
+        "GGUF key ", p, "rope.scaling.type = '", type,
+        "': only linear RoPE scaling and Llama-3.1-style frequency factors are supported"));
+  }
+  if (type != "none" && factor != 0) {
+    if (!(factor > 0) || !std::isfinite(factor)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF key ", p, "rope.scaling.factor = ", factor, " must be positive"));
+    }
+    c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  }
+  const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight");
+  if (t == nullptr) return absl::OkStatus();
+  const int64_t n = c->head_dim / 2;
+  if (t->type != GgmlType::kF32 || t->dims.size() != 1 || t->dims[0] != n ||
+      t->nbytes != static_cast<uint64_t>(n) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor 'rope_freqs.weight' must be F32 with ", n, " values (head_dim / 2)"));
+  }
+  c->rope_freq_factors.resize(static_cast<size_t>(n));
+  std::memcpy(c->rope_freq_factors.data(), f.data(*t), t->nbytes);
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
@@ -93,6 +175,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
     c.rope_theta = static_cast<float>(*theta);
   }
   c.rope_style = c.arch == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  if (absl::Status s = ReadRopeScaling(f, p, &c); !s.ok()) return s;
   c.qkv_bias = c.arch == "qwen2";
   if (const GgufTensorInfo* emb = f.FindTensor("token_embd.weight"); emb && emb->dims.size() == 2) {
     c.n_vocab = static_cast<int>(emb->dims[1]);

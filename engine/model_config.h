@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kvcache/kv_cache.h"
@@ -31,6 +32,12 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::kAdjacentPairs;
+  // RoPE scaling, as llama.cpp applies it: pair i of a head at position pos rotates by
+  //   pos * rope_theta^(-2i / head_dim) / rope_freq_factors[i] * rope_freq_scale.
+  float rope_freq_scale = 1.0f;  // linear scaling ("linear", factor f): 1 / f
+  // [head_dim / 2] per-pair divisors (Llama 3.1's "llama3" scaling; GGUF tensor
+  // rope_freqs.weight); empty: all 1.
+  std::vector<float> rope_freq_factors;
   bool qkv_bias = false;         // qwen2
   bool tied_embeddings = false;  // output projection reuses token_embd
 
@@ -48,7 +55,15 @@ KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype);
 // ModelConfigFromGguf).
 void SetHyperParameters(const ModelConfig& c, GgufWriter* w);
 
-// From GGUF metadata ({arch}.embedding_length, ...). Errors name the missing or bad key.
+// Per-pair RoPE divisors of Hugging Face's "llama3" rope_scaling (Llama 3.1 and later):
+// 1 for wavelengths under original_max_position_embeddings / high_freq_factor, `factor` for
+// those over original / low_freq_factor, a smooth blend between. [head_dim / 2] values.
+std::vector<float> Llama3RopeFactors(float theta, int head_dim, double factor,
+                                     double low_freq_factor, double high_freq_factor,
+                                     double original_max_position_embeddings);
+
+// From GGUF metadata ({arch}.embedding_length, ...) and the optional rope_freqs.weight tensor.
+// Errors name the missing or bad key.
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
 
 }  // namespace pinfer

@@ -187,6 +187,7 @@ std::vector<TensorPlan> PlanTensors(const ModelConfig& c, const FileType& ft) {
     add_matrix(p + "ffn_down.weight", ff, dim, more);
   }
   add_f32("output_norm.weight", dim);
+  if (!c.rope_freq_factors.empty()) add_f32("rope_freqs.weight", c.head_dim / 2);
   if (!c.tied_embeddings) {
     TensorPlan t{"output.weight", {dim, c.n_vocab}, ft.base, ""};
     t.type = OutputType(ft, dim, &t.fallback_note);

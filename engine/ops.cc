@@ -11,11 +11,14 @@ void RmsNorm(const float* x, const float* w, int n, float eps, float* out) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
-void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style) {
+void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style,
+               float freq_scale, const float* freq_factors) {
   const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
     const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / head_dim);
-    const float angle = static_cast<float>(pos) * freq;
+    float angle = static_cast<float>(pos) * freq;
+    if (freq_factors) angle /= freq_factors[i];
+    angle *= freq_scale;
     const float c = std::cos(angle), s = std::sin(angle);
     for (int h = 0; h < n_heads; ++h) {
       float* v = vec + static_cast<int64_t>(h) * head_dim;

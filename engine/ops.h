@@ -11,7 +11,10 @@ namespace pinfer {
 void RmsNorm(const float* x, const float* w, int n, float eps, float* out);
 
 // Rotates each head's pairs by pos * theta^(-2i/head_dim) in place; vec: [n_heads x head_dim].
-void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style);
+// freq_factors: [head_dim / 2] divisors per pair or nullptr; freq_scale multiplies the angle
+// (see ModelConfig's RoPE scaling fields).
+void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style,
+               float freq_scale = 1.0f, const float* freq_factors = nullptr);
 
 // gate[i] = silu(gate[i]) * up[i].
 void SwiGlu(float* gate, const float* up, int64_t n);

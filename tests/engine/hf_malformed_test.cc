@@ -88,11 +88,12 @@ TEST(HfMalformed, HeadsNotDividedByKvHeads) {
   });
 }
 
-TEST(HfMalformed, RopeScalingRefused) {
+TEST(HfMalformed, UnsupportedRopeScalingRefused) {
   ExpectRefused("ropescale", "rope_scaling", [](const std::string& d, auto&) {
-    (void)WriteFile(d + "/config.json",
-                    testing::HfConfigJson(
-                        TinyHfConfig(), "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}"));
+    (void)WriteFile(
+        d + "/config.json",
+        testing::HfConfigJson(TinyHfConfig(),
+                              "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2}"));
   });
 }
 
