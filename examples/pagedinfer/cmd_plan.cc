@@ -11,7 +11,7 @@
 namespace pinfer::cli {
 
 int PlanMain(int argc, char** argv) {
-  std::string model, shape, type = "Q4_K_M", memory, kv = "f16", reserve = "1GiB";
+  std::string model, shape, type = "Q4_K_M", memory, kv = "f16", reserve, device = "cuda";
   LedgerOptions o;
   bool json = false;
   Args args("plan",
@@ -32,7 +32,11 @@ int PlanMain(int argc, char** argv) {
            "tokens per sequence (prompt + output); 0: the model's context length");
   args.Add("--max-num-seqs", &o.max_num_seqs, "sequences running at once");
   args.Add("--max-num-batched-tokens", &o.max_num_batched_tokens, "tokens per forward step");
-  args.Add("--reserve", &reserve, "runtime reserve (allocator slack, runtime buffers)");
+  args.Add("--device", &device,
+           "where the engine will run: cuda (default reserve 1GiB: context, cuBLAS, slack) or "
+           "cpu (the engine's CPU default, 64MiB)");
+  args.Add("--reserve", &reserve,
+           "runtime reserve (allocator slack, runtime buffers); default from --device");
   args.AddSwitch("--json", &json, "print JSON instead of a table");
   if (int rc = ParseOrExit(args, argc, argv); rc >= 0) return rc;
 
@@ -50,6 +54,10 @@ int PlanMain(int argc, char** argv) {
   }
   absl::StatusOr<uint64_t> budget = ParseBytes(memory);
   if (!budget.ok()) return fail(budget.status());
+  if (device != "cuda" && device != "cpu") {
+    return fail(absl::InvalidArgumentError("--device must be cuda or cpu, not '" + device + "'"));
+  }
+  if (reserve.empty()) reserve = device == "cpu" ? "64MiB" : "1GiB";
   absl::StatusOr<uint64_t> reserve_bytes = ParseBytes(reserve);
   if (!reserve_bytes.ok()) return fail(reserve_bytes.status());
   absl::StatusOr<KvDtype> kv_dtype = ParseKvDtype(kv);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/engine.h"
 #include "engine/memory_ledger.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -91,6 +92,19 @@ TEST(PlanCli, NoFitSaysTheLongestThatFits) {
   const std::string longest = std::to_string(j["max_model_len_fit"].get<int64_t>());
   EXPECT_NE(j["message"].get<std::string>().find("longest max_model_len that fits is " + longest),
             std::string::npos);
+}
+
+TEST(PlanCli, ReserveDefaultFollowsTheDevice) {
+  SKIP_WITHOUT_BINARY();
+  const std::string base = "--shape tiny --type Q4_0 --memory 4GiB";
+  EXPECT_EQ(PlanJson(base)["reserve_bytes"].get<uint64_t>(), 1ull << 30);
+  EXPECT_EQ(PlanJson(base + " --device cpu")["reserve_bytes"].get<uint64_t>(),
+            EngineConfig{}.reserve_bytes);
+  EXPECT_EQ(PlanJson(base + " --device cpu --reserve 2MiB")["reserve_bytes"].get<uint64_t>(),
+            2ull << 20);
+  Result bad = RunPlan(base + " --device tpu");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.out.find("--device"), std::string::npos);
 }
 
 TEST(PlanCli, UsageErrors) {
