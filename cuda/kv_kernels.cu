@@ -106,7 +106,10 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
             at = oa;
           }
         }
-        const float mx = __shfl_sync(0xffffffffu, x, at);
+        // The CPU starts from max = +0 and only replaces it on a strictly larger magnitude,
+        // so an all-zero block (some -0.0) keeps +0 and stores d = -0.0: do the same.
+        const float picked = __shfl_sync(0xffffffffu, x, at);
+        const float mx = best > 0.0f ? picked : 0.0f;
         const float d = __fdiv_rn(mx, -8.0f);
         const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
         int q = static_cast<int>(static_cast<int8_t>(__fadd_rn(__fmul_rn(x, id), 8.5f)));
