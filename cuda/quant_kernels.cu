@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/dequant.cuh"
+#include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 
 namespace pinfer::cuda {
@@ -23,11 +24,57 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
-// One warp per weight row; every lane walks the row in groups of 8 values (block types) or
-// single values (float types), multiplying each against up to kMaxGemvTokens inputs.
+// ---- the decode GEMV: y[t][r] = sum_c W[r][c] x[t][c], t < n <= kMaxGemvTokens ----
+// A warp per weight row; the lanes' work is in gemv_units.cuh.
+
+// Writes the warp's sums: y[t * ldy + r].
+template <int kMaxT>
+__device__ __forceinline__ void StoreSums(float (&acc)[kMaxT], int n, int lane, int64_t r,
+                                          float* __restrict__ y, int64_t ldy) {
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) {
+    if (t < n) {
+      const float s = WarpSum(acc[t]);
+      if (lane == 0) y[t * ldy + r] = s;
+    }
+  }
+}
+
+template <int kType, int kUnitBlocks, bool kWords, int kMaxT>
+__global__ void __launch_bounds__(32 * kGemvWarps)
+    GemvLegacyKernel(DeviceMatrix w, const float* __restrict__ x, int n, float* __restrict__ y,
+                     int64_t ldy) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (r >= w.rows) return;  // the whole warp: r is the same for its lanes
+  float acc[kMaxT];
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) acc[t] = 0.0f;
+  gemv::LegacyLane<kType, kUnitBlocks, kWords>(w.data + r * static_cast<int64_t>(w.row_bytes), x,
+                                               w.cols, n, lane, 32, acc);
+  StoreSums(acc, n, lane, r, y, ldy);
+}
+
+template <int kType, int kMaxT>
+__global__ void __launch_bounds__(32 * kGemvWarps)
+    GemvKKernel(DeviceMatrix w, const float* __restrict__ x, int n, float* __restrict__ y,
+                int64_t ldy) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
+  if (r >= w.rows) return;
+  float acc[kMaxT];
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) acc[t] = 0.0f;
+  gemv::KLane<kType>(w.data + r * static_cast<int64_t>(w.row_bytes), x, w.cols, n, lane, 32, acc);
+  StoreSums(acc, n, lane, r, y, ldy);
+}
+
+// Float types (and any block layout the kernels above do not take): a lane per value (float
+// types) or per group of 8 values (Dequant8), for up to kMaxGemvTokens tokens.
 template <int kType>
-__global__ void GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n,
-                           float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(32 * kGemvWarps)
+    GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n, float* __restrict__ y,
+               int64_t ldy) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   if (r >= w.rows) return;
@@ -49,24 +96,10 @@ __global__ void GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n,
     for (int64_t g = lane; g < groups; g += 32) {
       float v[8];
       Dequant8(kType, row, g, v);
-#pragma unroll
-      for (int t = 0; t < kMaxGemvTokens; ++t) {
-        if (t < n) {
-          const float4* xp = reinterpret_cast<const float4*>(x + t * cols + g * 8);
-          const float4 a = __ldg(xp), b = __ldg(xp + 1);
-          acc[t] += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y +
-                    v[6] * b.z + v[7] * b.w;
-        }
-      }
+      gemv::Fma8(acc, v, x, cols, n, g * 8);
     }
   }
-#pragma unroll
-  for (int t = 0; t < kMaxGemvTokens; ++t) {
-    if (t < n) {
-      const float s = WarpSum(acc[t]);
-      if (lane == 0) y[t * ldy + r] = s;
-    }
-  }
+  StoreSums(acc, n, lane, r, y, ldy);
 }
 
 template <typename Out>
@@ -147,10 +180,69 @@ cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int 
   return cudaGetLastError();
 }
 
+namespace {
+
+// The kernel for w at a token count of at most kMaxT; false when no vectorised kernel takes
+// w's type and layout (the caller then uses GemvKernel).
+template <int kMaxT>
+bool LaunchVectorGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
+                      cudaStream_t s) {
+  const dim3 grid(Blocks(w.rows, kGemvWarps)), block(32 * kGemvWarps);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(w.data);
+  // 4-byte loads: every row starts 4-byte aligned. Then 18/22/34-byte blocks are read in
+  // pairs (a row holds an even number of them: row_bytes % 4 == 0 says so).
+  const bool words = base % 4 == 0 && w.row_bytes % 4 == 0;
+  const bool vec16 = base % 16 == 0 && w.row_bytes % 16 == 0;
+  if (base % 2 != 0 || w.row_bytes % 2 != 0) return false;
+  switch (w.type) {
+#define PINFER_LEGACY(T)                                                              \
+  case T:                                                                             \
+    if constexpr (gemv::LegacyBlockBytes(T) % 4 == 0) {                               \
+      if (words) {                                                                    \
+        GemvLegacyKernel<T, 1, true, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy);  \
+      } else {                                                                        \
+        GemvLegacyKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy); \
+      }                                                                               \
+    } else {                                                                          \
+      if (words) {                                                                    \
+        GemvLegacyKernel<T, 2, true, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy);  \
+      } else {                                                                        \
+        GemvLegacyKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy); \
+      }                                                                               \
+    }                                                                                 \
+    return true;
+    PINFER_LEGACY(kWQ4_0)
+    PINFER_LEGACY(kWQ4_1)
+    PINFER_LEGACY(kWQ5_0)
+    PINFER_LEGACY(kWQ5_1)
+    PINFER_LEGACY(kWQ8_0)
+#undef PINFER_LEGACY
+    case kWQ4_K:
+      if (!vec16) return false;
+      GemvKKernel<kWQ4_K, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy);
+      return true;
+    case kWQ5_K:
+      if (!vec16) return false;
+      GemvKKernel<kWQ5_K, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy);
+      return true;
+    case kWQ6_K:
+      GemvKKernel<kWQ6_K, kMaxT><<<grid, block, 0, s>>>(w, x, n, y, ldy);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
                        cudaStream_t s) {
   if (n <= 0 || w.rows == 0) return cudaSuccess;
   if (n > kMaxGemvTokens) return cudaErrorInvalidValue;
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorMisalignedAddress;
+  const bool vectorised = n == 1 ? LaunchVectorGemv<1>(w, x, n, y, ldy, s)
+                                 : LaunchVectorGemv<kMaxGemvTokens>(w, x, n, y, ldy, s);
+  if (vectorised) return cudaGetLastError();
   const dim3 grid(Blocks(w.rows, kGemvWarps)), block(32 * kGemvWarps);
   switch (w.type) {
 #define PINFER_GEMV_CASE(T)                                \
