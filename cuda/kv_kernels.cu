@@ -12,7 +12,8 @@ namespace pinfer::cuda {
 namespace {
 
 constexpr int kWriteThreads = 256;
-constexpr int kAttnWarps = 4;
+constexpr int kAttnWarps = 8;
+constexpr int kAttnUnroll = 4;  // positions a warp has in flight at once
 constexpr int kMaxHeadDim = 256;
 constexpr int kPerLane = kMaxHeadDim / 32;
 
@@ -31,10 +32,6 @@ __device__ __forceinline__ float WarpMax(float v) {
 __device__ __forceinline__ void StoreU16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v & 0xff);
   p[1] = static_cast<uint8_t>(v >> 8);
-}
-
-__device__ __forceinline__ uint16_t LoadU16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
 }
 
 // |x| (finite or not) -> e4m3 magnitude code: round to nearest even, saturate at 448.
@@ -57,13 +54,16 @@ __device__ __forceinline__ float E4M3Value(uint8_t c) {
   return (c & 0x80) ? -v : v;
 }
 
-// One block per (token, k|v) row.
+// One block per (token, k|v) row; a negative slot offset (a graph's padding row) writes
+// nothing.
 __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
                               const float* __restrict__ v, const int64_t* slot_offset) {
   const int t = blockIdx.x, which = blockIdx.y;
+  const int64_t slot = slot_offset[t];
+  if (slot < 0) return;  // the whole block: before any barrier
   const int n = kv.kv_dim;
   const float* src = (which == 0 ? k : v) + static_cast<int64_t>(t) * n;
-  uint8_t* dst = kv.base + slot_offset[t] + kv.layer_offset + (which ? kv.v_offset : 0);
+  uint8_t* dst = kv.base + slot + kv.layer_offset + (which ? kv.v_offset : 0);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = blockDim.x / 32;
   switch (kv.dtype) {
     case kKF32:
@@ -150,23 +150,29 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
   }
 }
 
-// Value i of an encoded row.
+// A 16-bit value at an even address.
+__device__ __forceinline__ uint16_t LoadAlignedU16(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const unsigned short*>(p));
+}
+
+// Value i of an encoded row. Rows start at even addresses (row bytes are even: head_dim is),
+// so 16-bit fields load whole; f32 rows are 4-byte aligned.
 __device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
   switch (dtype) {
     case kKF32:
-      return reinterpret_cast<const float*>(row)[i];
+      return __ldg(reinterpret_cast<const float*>(row) + i);
     case kKF16:
-      return __half2float(__ushort_as_half(LoadU16(row + 2 * i)));
+      return __half2float(__ushort_as_half(LoadAlignedU16(row + 2 * i)));
     case kKBF16:
-      return __uint_as_float(static_cast<uint32_t>(LoadU16(row + 2 * i)) << 16);
+      return __uint_as_float(static_cast<uint32_t>(LoadAlignedU16(row + 2 * i)) << 16);
     case kKQ8_0: {
       const uint8_t* blk = row + (i / 32) * 34;
-      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      const float d = __half2float(__ushort_as_half(LoadAlignedU16(blk)));
       return d * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
     }
     case kKQ4_0: {
       const uint8_t* blk = row + (i / 32) * 18;
-      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      const float d = __half2float(__ushort_as_half(LoadAlignedU16(blk)));
       const int j = i % 32;
       const int q = j < 16 ? (blk[2 + j] & 0xf) : (blk[2 + j - 16] >> 4);
       return d * static_cast<float>(q - 8);
@@ -181,12 +187,13 @@ __device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
   }
 }
 
-// One block per (query token, query head); its warps split the context (position p goes to
-// warp p % kAttnWarps), each with an online softmax, merged at the end.
-__global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads,
-                                int n_kv_heads, int hd, float scale, const int32_t* tables,
-                                const int32_t* table_start, const int32_t* positions,
-                                float* __restrict__ out) {
+// One block per (query token, query head); its warps split the context (warp w takes
+// positions [w, w + 1, ..., w + kAttnUnroll) + k x kAttnWarps x kAttnUnroll), each keeping
+// kAttnUnroll positions' loads in flight and an online softmax; merged at the end.
+__global__ void __launch_bounds__(32 * kAttnWarps)
+    AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads, int n_kv_heads,
+                    int hd, float scale, const int32_t* tables, const int32_t* table_start,
+                    const int32_t* positions, float* __restrict__ out) {
   __shared__ float s_m[kAttnWarps], s_l[kAttnWarps];
   __shared__ float s_acc[kAttnWarps][kMaxHeadDim];
   const int t = blockIdx.x, h = blockIdx.y;
@@ -204,24 +211,44 @@ __global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int
   const int n_ctx = positions[t] + 1;
   const int32_t* table = tables + table_start[t];
   const int col0 = kvh * hd;
-  for (int p = warp; p < n_ctx; p += kAttnWarps) {
-    const uint8_t* krow = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
-                          kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
-    const uint8_t* vrow = krow + kv.v_offset;
-    float dot = 0.0f;
+  for (int p0 = warp * kAttnUnroll; p0 < n_ctx; p0 += kAttnWarps * kAttnUnroll) {
+    const uint8_t* krow[kAttnUnroll];
+    float s[kAttnUnroll];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow, col0 + e);
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      const int p = min(p0 + u, n_ctx - 1);  // a valid row; positions past the end are masked
+      krow[u] = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
+                kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int e = lane + 32 * i;
+        if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow[u], col0 + e);
+      }
+      s[u] = dot;
     }
-    const float s = WarpSum(dot) * scale;
-    const float m_new = fmaxf(m, s);
-    const float corr = expf(m - m_new), w = expf(s - m_new);
-    l = l * corr + w;
+    float m_new = m;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < hd) acc[i] = acc[i] * corr + w * KvLoad(kv.dtype, vrow, col0 + e);
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      s[u] = WarpSum(s[u]) * scale;
+      if (p0 + u < n_ctx) m_new = fmaxf(m_new, s[u]);
+    }
+    const float corr = expf(m - m_new);  // 0 on the first round (m = -inf)
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      if (p0 + u < n_ctx) {
+        const float w = expf(s[u] - m_new);
+        l += w;
+        const uint8_t* vrow = krow[u] + kv.v_offset;
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          const int e = lane + 32 * i;
+          if (e < hd) acc[i] += w * KvLoad(kv.dtype, vrow, col0 + e);
+        }
+      }
     }
     m = m_new;
   }
