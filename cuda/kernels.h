@@ -82,7 +82,8 @@ struct KvLayerView {
 };
 
 // Encodes k[t], v[t] (kv_dim floats each) into the rows at base + slot_offset[t] +
-// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes.
+// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes;
+// tokens with slot_offset[t] < 0 (padding) are skipped.
 cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
                           const int64_t* slot_offset, cudaStream_t s);
 
