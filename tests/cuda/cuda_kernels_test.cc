@@ -6,15 +6,19 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_device.h"
 #include "cuda/device_matmul.h"
+#include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 #include "engine/engine.h"
 #include "engine/matmul.h"
+#include "engine/memory_report.h"
 #include "engine/ops.h"
 #include "gtest/gtest.h"
 #include "kvcache/attention.h"
@@ -226,6 +230,125 @@ TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
   cublasDestroy(handle);
 }
 
+// ---- the GEMV's lanes on the host (no device needed) ----
+
+// Runs a warp's 32 lanes one after another with the kernel's own lane functions and adds
+// their sums, as the kernel's shuffles do.
+template <typename Lane>
+std::vector<float> HostGemv(const HostMatrix& m, const uint8_t* data, const std::vector<float>& x,
+                            int n, Lane lane_fn) {
+  std::vector<float> y(static_cast<size_t>(n) * m.w.rows);
+  for (int64_t r = 0; r < m.w.rows; ++r) {
+    float total[kMaxGemvTokens] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      float acc[kMaxGemvTokens] = {};
+      lane_fn(data + r * m.w.row_bytes, x.data(), m.w.cols, n, lane, acc);
+      for (int t = 0; t < n; ++t) total[t] += acc[t];
+    }
+    for (int t = 0; t < n; ++t) y[t * m.w.rows + r] = total[t];
+  }
+  return y;
+}
+
+template <int kType, int kUnitBlocks, bool kWords>
+void CheckLegacyLanes(GgmlType t, int64_t cols) {
+  const std::string name = std::string(GgmlTypeInfoOf(t).name) + " cols=" + std::to_string(cols) +
+                           " unit=" + std::to_string(kUnitBlocks) + (kWords ? " words" : " halves");
+  HostMatrix m = MakeMatrix(t, 24, cols, 51);
+  ThreadPool pool(2);
+  for (int n : {1, 3, 16}) {
+    const auto x = Random(n * cols, 60 + n);
+    std::vector<float> want(n * m.w.rows);
+    MatMul(m.w, x.data(), n, want.data(), pool);
+    const auto got =
+        HostGemv(m, m.bytes.data(), x, n,
+                 [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+                    float(&acc)[kMaxGemvTokens]) {
+                   gemv::LegacyLane<kType, kUnitBlocks, kWords>(row, xp, c, nn, lane, 32, acc);
+                 });
+    ExpectClose(got, want, 1e-4, "host lanes " + name + " n=" + std::to_string(n));
+  }
+}
+
+template <int kType>
+void CheckKLanes(GgmlType t) {
+  const std::string name(GgmlTypeInfoOf(t).name);
+  for (int64_t cols : {256, 768, 2816}) {  // 1, 3 and 11 super-blocks per row
+    HostMatrix m = MakeMatrix(t, 12, cols, 52);
+    ThreadPool pool(2);
+    for (int n : {1, 4, 16}) {
+      const auto x = Random(n * cols, 70 + n);
+      std::vector<float> want(n * m.w.rows);
+      MatMul(m.w, x.data(), n, want.data(), pool);
+      const auto got = HostGemv(
+          m, m.bytes.data(), x, n,
+          [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+             float(&acc)[kMaxGemvTokens]) { gemv::KLane<kType>(row, xp, c, nn, lane, 32, acc); });
+      ExpectClose(
+          got, want, 1e-4,
+          "host lanes " + name + " cols=" + std::to_string(cols) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Every vectorised load path of the GEMV, its index math checked against the CPU's MatMul.
+TEST(CudaGemvLanes, EveryLoadPathMatchesCpuOnHost) {
+  // Pairs of 18/22/34-byte blocks (an even number per row) and single blocks (odd or even).
+  CheckLegacyLanes<kWQ4_0, 2, true>(GgmlType::kQ4_0, 512);
+  CheckLegacyLanes<kWQ4_0, 1, false>(GgmlType::kQ4_0, 160);
+  CheckLegacyLanes<kWQ4_0, 1, false>(GgmlType::kQ4_0, 512);
+  CheckLegacyLanes<kWQ5_0, 2, true>(GgmlType::kQ5_0, 512);
+  CheckLegacyLanes<kWQ5_0, 1, false>(GgmlType::kQ5_0, 160);
+  CheckLegacyLanes<kWQ8_0, 2, true>(GgmlType::kQ8_0, 512);
+  CheckLegacyLanes<kWQ8_0, 1, false>(GgmlType::kQ8_0, 160);
+  // 20/24-byte blocks: 4-byte loads, or 2-byte loads when the matrix is not 4-byte aligned.
+  CheckLegacyLanes<kWQ4_1, 1, true>(GgmlType::kQ4_1, 160);
+  CheckLegacyLanes<kWQ4_1, 1, false>(GgmlType::kQ4_1, 160);
+  CheckLegacyLanes<kWQ5_1, 1, true>(GgmlType::kQ5_1, 512);
+  CheckLegacyLanes<kWQ5_1, 1, false>(GgmlType::kQ5_1, 160);
+  CheckKLanes<kWQ4_K>(GgmlType::kQ4_K);
+  CheckKLanes<kWQ5_K>(GgmlType::kQ5_K);
+  CheckKLanes<kWQ6_K>(GgmlType::kQ6_K);
+}
+
+// The GEMV's other load paths, 1e-4 as above: rows of an odd number of 18/22/34-byte blocks
+// (2-byte loads instead of 4-byte loads of block pairs), and matrices starting 2 bytes into
+// their buffer (no 4- or 16-byte loads; Q4_K and Q5_K take the byte-wise kernel).
+TEST(CudaKernels, GemvOtherLayoutsMatchCpu) {
+  REQUIRE_CUDA();
+  ThreadPool pool(2);
+  struct Layout {
+    int64_t cols;
+    size_t offset;
+  };
+  for (GgmlType t : kTypes) {
+    const std::string name(GgmlTypeInfoOf(t).name);
+    if (t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16) continue;
+    const bool k_type = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+    for (const Layout& lay : {Layout{160, 0}, Layout{512, 2}}) {
+      if (k_type && lay.cols % 256 != 0) continue;
+      const int64_t rows = 40;
+      HostMatrix m = MakeMatrix(t, rows, lay.cols, 31);
+      DevBuf<uint8_t> wb(m.bytes.size() + lay.offset);
+      ASSERT_EQ(
+          cudaMemcpy(wb.get() + lay.offset, m.bytes.data(), m.bytes.size(), cudaMemcpyHostToDevice),
+          cudaSuccess);
+      const DeviceMatrix dm{static_cast<int>(t), rows, lay.cols, m.w.row_bytes,
+                            wb.get() + lay.offset};
+      for (int n : {1, 5, 16}) {
+        const auto x = Random(n * lay.cols, 40 + n);
+        std::vector<float> want(n * rows);
+        MatMul(m.w, x.data(), n, want.data(), pool);
+        DevBuf<float> dx(x), dy(want.size());
+        ASSERT_EQ(LaunchGemv(dm, dx.get(), n, dy.get(), rows, nullptr), cudaSuccess);
+        ExpectClose(dy.Download(), want, 1e-4,
+                    "gemv " + name + " cols=" + std::to_string(lay.cols) +
+                        " offset=" + std::to_string(lay.offset) + " n=" + std::to_string(n));
+      }
+    }
+  }
+}
+
 // ---- KV: row encoding and paged attention in every KV format ----
 
 struct HostKv {
@@ -276,8 +399,9 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
     ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
     const std::vector<int> positions = {0, 15, 16, 20};
     const int n = static_cast<int>(positions.size());
-    const auto k = Random(n * kv_dim, 10, -3, 3), v = Random(n * kv_dim, 11, -3, 3);
-    std::vector<int64_t> slot(n);
+    // One more token with slot -1 (a CUDA graph's padding row): it must write nothing.
+    const auto k = Random((n + 1) * kv_dim, 10, -3, 3), v = Random((n + 1) * kv_dim, 11, -3, 3);
+    std::vector<int64_t> slot(n + 1, -1);
     const auto table = c.BlockTable(1);
     for (int t = 0; t < n; ++t) {
       slot[t] = static_cast<int64_t>(table[positions[t] / 16]) * c.block_bytes() +
@@ -287,9 +411,9 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
     DevBuf<uint8_t> dpool(pool);  // poisoned: bytes 0xFF
     DevBuf<float> dk(k), dv(v);
     DevBuf<int64_t> ds(slot);
-    ASSERT_EQ(
-        LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n, ds.get(), nullptr),
-        cudaSuccess);
+    ASSERT_EQ(LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n + 1, ds.get(),
+                            nullptr),
+              cudaSuccess);
     const std::vector<uint8_t> got = dpool.Download();
     std::vector<uint8_t> want(pool, 0xFF);
     const uint8_t* host_base = c.Row(0, 0, 0, 0);
@@ -390,18 +514,133 @@ TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
       "the park with her friends and",
       true);
   for (KvDtype d : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0, KvDtype::kFp8E4M3}) {
-    const std::string name(KvDtypeName(d));
-    EngineConfig cfg = pinfer::testing::SmallConfig(d);
-    cfg.max_num_batched_tokens = 64;
-    std::vector<float> cpu_logits, gpu_logits;
-    auto cpu = testing::GreedyTokens(m, cfg, prompt, 48, nullptr, &cpu_logits);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    auto gpu = testing::GreedyTokens(m, cfg, prompt, 48, std::move(*backend), &gpu_logits);
-    ASSERT_TRUE(gpu.ok()) << gpu.status();
-    ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
-    EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;
+    for (bool eager : {false, true}) {
+      const std::string name =
+          std::string(KvDtypeName(d)) + (eager ? ", eager" : ", decode by CUDA graphs");
+      EngineConfig cfg = pinfer::testing::SmallConfig(d);
+      cfg.max_num_batched_tokens = 64;
+      cfg.enforce_eager = eager;
+      std::vector<float> cpu_logits, gpu_logits;
+      auto cpu = testing::GreedyTokens(m, cfg, prompt, 48, nullptr, &cpu_logits);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+      ASSERT_TRUE(backend.ok()) << backend.status();
+      auto gpu = testing::GreedyTokens(m, cfg, prompt, 48, std::move(*backend), &gpu_logits);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
+      EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;
+    }
+  }
+}
+
+// ---- CUDA graphs ----
+
+TEST(CudaGraphs, PaddedSizes) {  // no device needed
+  using V = std::vector<int>;
+  EXPECT_EQ(CudaBackend::GraphSizesFor(1, 512), V({1}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(3, 512), V({1, 2, 3}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(8, 512), V({1, 2, 4, 8}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(40, 512), V({1, 2, 4, 8, 16, 32, 40}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(64, 48), V({1, 2, 4, 8, 16, 32, 48}));
+}
+
+struct RunResult {
+  std::map<std::pair<int64_t, int>, std::vector<float>> logits;  // every sampled row, in order
+  std::vector<int> graph_sizes;
+  int64_t replays = 0;
+  uint64_t graph_ledger = 0;
+  bool report_has_graph_line = false;
+};
+
+// Requests of different lengths at once, so that decode steps shrink through several sizes.
+absl::StatusOr<RunResult> RunRequests(const Model& m, EngineConfig cfg, int requests) {
+  auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+  if (!backend.ok()) return backend.status();
+  auto e = Engine::Create(m, cfg, std::move(*backend), /*quiet=*/true);
+  if (!e.ok()) return e.status();
+  RunResult r;
+  (*e)->SetLogitsObserver([&r](int64_t rid, int index, const float* l, int n) {
+    auto& v = r.logits[{rid, index}];
+    v.insert(v.end(), l, l + n);
+  });
+  const char* texts[] = {"Once upon a time", "The cat sat", "Lily and Ben went to the park",
+                         "One day", "A big red ball"};
+  for (int i = 0; i < requests; ++i) {
+    GenerationRequest req;
+    req.prompt = m.tokenizer().Encode(texts[i % 5], true);
+    req.prompt.push_back(1 + i % 7);  // distinct prompts
+    req.params.temperature = 0;
+    req.params.max_tokens = 3 + (5 * i) % 17;
+    req.params.ignore_eos = true;
+    auto rid = (*e)->AddRequest(req);
+    if (!rid.ok()) return rid.status();
+  }
+  while ((*e)->HasWork()) {
+    auto step = (*e)->Step();
+    if (!step.ok()) return step.status();
+  }
+  const auto& cb = dynamic_cast<const CudaBackend&>((*e)->backend());
+  r.graph_sizes = cb.graph_sizes();
+  r.replays = cb.graph_replays();
+  r.graph_ledger = (*e)->ledger().graph_bytes;
+  const MemoryReport report = (*e)->memory_report();  // a copy: keep it alive while reading
+  for (const StageRecord& st : report.stages()) {
+    for (const LineUsage& l : st.lines) r.report_has_graph_line |= l.line == kLineGraphs;
+  }
+  return r;
+}
+
+// Up to 16 tokens a step, graph replay and eager steps run the same kernels on the same rows
+// (padding rows never mix with real ones): logits must be bit-identical, step after step.
+// Above 16 (cuBLAS, whose kernels may differ with the padded width): 1e-4 relative.
+TEST(CudaGraphs, ReplayMatchesEagerLogits) {
+  REQUIRE_CUDA();
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  struct Case {
+    int max_num_seqs, requests;
+    bool exact;
+  };
+  for (const Case& k : {Case{8, 6, true}, Case{24, 20, false}}) {
+    for (KvDtype d : {KvDtype::kF16, KvDtype::kQ8_0}) {
+      const std::string name = std::string(KvDtypeName(d)) + ", " + std::to_string(k.requests) +
+                               " requests, max_num_seqs " + std::to_string(k.max_num_seqs);
+      EngineConfig cfg = pinfer::testing::SmallConfig(d);
+      cfg.max_num_seqs = k.max_num_seqs;
+      cfg.max_num_batched_tokens = 128;
+      cfg.kv_cache_memory = 16ull << 20;
+      auto graphs = RunRequests(**model, cfg, k.requests);
+      ASSERT_TRUE(graphs.ok()) << name << ": " << graphs.status();
+      cfg.enforce_eager = true;
+      auto eager = RunRequests(**model, cfg, k.requests);
+      ASSERT_TRUE(eager.ok()) << name << ": " << eager.status();
+      EXPECT_EQ(graphs->graph_sizes, CudaBackend::GraphSizesFor(k.max_num_seqs, 128)) << name;
+      EXPECT_GT(graphs->replays, 0) << name << ": no step replayed a graph";
+      EXPECT_GT(graphs->graph_ledger, 0u) << name;
+      EXPECT_TRUE(graphs->report_has_graph_line) << name << ": no 'cuda graphs' report line";
+      EXPECT_TRUE(eager->graph_sizes.empty()) << name;
+      EXPECT_EQ(eager->replays, 0) << name;
+      EXPECT_EQ(eager->graph_ledger, 0u) << name;
+      EXPECT_FALSE(eager->report_has_graph_line) << name;
+      ASSERT_EQ(graphs->logits.size(), eager->logits.size()) << name;
+      for (const auto& [key, want] : eager->logits) {
+        const std::vector<float>& got = graphs->logits[key];
+        const std::string what = name + ", request " + std::to_string(key.first);
+        ASSERT_EQ(got.size(), want.size()) << what;
+        if (k.exact) {
+          size_t first_diff = got.size();
+          for (size_t i = 0; i < got.size() && first_diff == got.size(); ++i) {
+            if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) first_diff = i;
+          }
+          EXPECT_EQ(first_diff, got.size())
+              << what << ": logits differ first at value " << first_diff << " (step "
+              << first_diff / static_cast<size_t>((*model)->config().n_vocab) << ")";
+        } else {
+          ExpectClose(got, want, 1e-4, what);
+        }
+      }
+    }
   }
 }
 
