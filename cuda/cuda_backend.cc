@@ -144,6 +144,18 @@ absl::Status CudaBackend::UploadWeights() {
     d->rows = m.rows;
     d->cols = m.cols;
     d->row_bytes = m.row_bytes;
+    d->perm = nullptr;
+    if (!m.input_perm.empty()) {
+      if (static_cast<int64_t>(m.input_perm.size()) != m.cols) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor ", m.name, " has a permutation of ",
+                                                       m.input_perm.size(), " columns, not ",
+                                                       m.cols));
+      }
+      const size_t perm_at = carve.Take(m.input_perm.size() * sizeof(int32_t));
+      copies.push_back({perm_at, m.input_perm.data(), m.input_perm.size() * sizeof(int32_t)});
+      d->perm = reinterpret_cast<const int32_t*>(perm_at + 1);  // +1: tells offset 0 from none
+      permuted_inputs_ = true;
+    }
     auto it = matrix_at.find(m.data);
     size_t at;
     if (it != matrix_at.end()) {
@@ -200,7 +212,12 @@ absl::Status CudaBackend::UploadWeights() {
         cudaMemcpy(weights_ + p.offset, p.src, p.bytes, cudaMemcpyHostToDevice));
   }
   // Offsets become device pointers.
-  auto fix_m = [&](DeviceMatrix& d) { d.data = weights_ + reinterpret_cast<size_t>(d.data); };
+  auto fix_m = [&](DeviceMatrix& d) {
+    d.data = weights_ + reinterpret_cast<size_t>(d.data);
+    if (d.perm) {
+      d.perm = reinterpret_cast<const int32_t*>(weights_ + reinterpret_cast<size_t>(d.perm) - 1);
+    }
+  };
   auto fix_v = [&](const float*& d) {
     if (d) d = reinterpret_cast<const float*>(weights_ + reinterpret_cast<size_t>(d) - 1);
   };
@@ -221,7 +238,6 @@ absl::Status CudaBackend::AllocateWorkspace() {
   const size_t x = carve.Take(t * c.dim * f), xb = carve.Take(t * c.dim * f);
   const size_t q = carve.Take(t * c.q_dim() * f), att = carve.Take(t * c.q_dim() * f);
   const size_t k = carve.Take(t * c.kv_dim() * f), v = carve.Take(t * c.kv_dim() * f);
-  const size_t proj = carve.Take(t * c.dim * f);
   const size_t gate = carve.Take(t * c.n_ff * f), up = carve.Take(t * c.n_ff * f);
   const size_t logits = carve.Take(t * c.n_vocab * f);
   // The metadata region: int64 slot offsets first (8-byte aligned), then four int32 arrays.
@@ -231,7 +247,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, carve.size()));
   workspace_ = static_cast<uint8_t*>(p);
   auto F = [&](size_t at) { return reinterpret_cast<float*>(workspace_ + at); };
-  x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v), proj_ = F(proj);
+  x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
   gate_ = F(gate), up_ = F(up), logits_ = F(logits);
   d_meta_ = workspace_ + meta;
   void* h = nullptr;
@@ -246,7 +262,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   carve_meta(d_meta_, &d_slot_offset_, &d_tokens_, &d_positions_, &d_table_start_, &d_logit_rows_);
   carve_meta(h_meta_, &h_slot_offset_, &h_tokens_, &h_positions_, &h_table_start_, &h_logit_rows_);
   const int64_t max_cols = std::max({c.dim, c.q_dim(), c.n_ff});
-  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols);
+  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols, permuted_inputs_);
   if (!mm.ok()) return mm.status();
   matmul_ = std::move(*mm);
   workspace_bytes_ = carve.size() + matmul_->scratch_bytes();
@@ -464,7 +480,6 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
   const bool halves = c.rope_style == RopeStyle::kHalves;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   KvLayerView kv = kv_in;
-  const int64_t nd = static_cast<int64_t>(n) * c.dim;
   int l = -1;
   PINFER_STEP(LaunchEmbedding(tok_embd_, d_tokens_, n, x_, s), "embedding");
   for (l = 0; l < c.n_layers; ++l) {
@@ -472,9 +487,9 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
     kv.layer_offset = static_cast<size_t>(l) * 2 * kv.v_offset;
     PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.attn_norm, n, c.dim, c.rms_eps, xb_, s),
                 "attention rmsnorm");
-    PINFER_STEP(matmul_->Run(L.wq, xb_, n, q_, s), "matmul wq");
-    PINFER_STEP(matmul_->Run(L.wk, xb_, n, k_, s), "matmul wk");
-    PINFER_STEP(matmul_->Run(L.wv, xb_, n, v_, s), "matmul wv");
+    const DeviceMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+    float* const qkv_out[] = {q_, k_, v_};
+    PINFER_STEP(matmul_->RunMany(qkv, qkv_out, 3, xb_, n, s), "matmul wq, wk, wv");
     if (c.qkv_bias) {
       PINFER_STEP(LaunchAddBias(q_, L.bq, n, c.q_dim(), s), "bias q");
       PINFER_STEP(LaunchAddBias(k_, L.bk, n, c.kv_dim(), s), "bias k");
@@ -488,14 +503,12 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
     PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,
                                 d_table_start_, d_positions_, att_, s),
                 "paged attention");
-    PINFER_STEP(matmul_->Run(L.wo, att_, n, proj_, s), "matmul wo");
-    PINFER_STEP(LaunchAdd(x_, proj_, nd, s), "residual add (attention)");
+    PINFER_STEP(matmul_->Run(L.wo, att_, n, x_, s, /*accumulate=*/true), "matmul wo (+ residual)");
     PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.ffn_norm, n, c.dim, c.rms_eps, xb_, s), "ffn rmsnorm");
-    PINFER_STEP(matmul_->Run(L.w_gate, xb_, n, gate_, s), "matmul w_gate");
-    PINFER_STEP(matmul_->Run(L.w_up, xb_, n, up_, s), "matmul w_up");
-    PINFER_STEP(LaunchSwiGlu(gate_, up_, static_cast<int64_t>(n) * c.n_ff, s), "swiglu");
-    PINFER_STEP(matmul_->Run(L.w_down, gate_, n, proj_, s), "matmul w_down");
-    PINFER_STEP(LaunchAdd(x_, proj_, nd, s), "residual add (ffn)");
+    PINFER_STEP(matmul_->RunSwiGlu(L.w_gate, L.w_up, xb_, n, gate_, up_, s),
+                "matmul w_gate, w_up and swiglu");
+    PINFER_STEP(matmul_->Run(L.w_down, gate_, n, x_, s, /*accumulate=*/true),
+                "matmul w_down (+ residual)");
   }
   l = -1;
   if (n_out == 0) return absl::OkStatus();

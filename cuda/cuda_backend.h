@@ -107,7 +107,7 @@ class CudaBackend final : public Backend {
 
   uint8_t* workspace_ = nullptr;  // one allocation, carved below
   float *x_ = nullptr, *xb_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr;
-  float *att_ = nullptr, *proj_ = nullptr, *gate_ = nullptr, *up_ = nullptr, *logits_ = nullptr;
+  float *att_ = nullptr, *gate_ = nullptr, *up_ = nullptr, *logits_ = nullptr;
   // The step's metadata: one region [slot offsets (int64) | tokens | positions | table
   // starts | logit rows], max_tokens_ entries each, on the device (in the workspace) and in
   // pinned host memory; block tables in their own pair of buffers, grown on demand (which
@@ -126,7 +126,8 @@ class CudaBackend final : public Backend {
   size_t tables_capacity_ = 0;
   std::vector<std::pair<SeqId, int32_t>> table_of_;  // the step's sequences and table starts
 
-  bool debug_sync_ = false;  // PINFER_CUDA_SYNC=1
+  bool debug_sync_ = false;       // PINFER_CUDA_SYNC=1
+  bool permuted_inputs_ = false;  // some matrix has an act-order permutation
   bool capturing_ = false;
   std::vector<Graph> graphs_;  // ascending sizes
   KvLayerView graph_kv_;       // the KV geometry the graphs were captured with

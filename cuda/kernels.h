@@ -39,6 +39,10 @@ struct DeviceMatrix {
   int64_t rows = 0, cols = 0;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  // Act-order input permutation (WeightMatrix::input_perm), [cols] in device memory: the
+  // matrix multiplies x'[k] = x[perm[k]]; nullptr: identity. LaunchGemv* ignore it
+  // (DeviceMatMul gathers x first).
+  const int32_t* perm = nullptr;
 };
 
 bool WeightTypeSupported(int type);
@@ -47,9 +51,22 @@ bool WeightTypeSupported(int type);
 // x[t] = dequant(emb.row(tokens[t])), t < n.
 cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int n, float* x,
                             cudaStream_t s);
-// y[t][r] = sum_c W[r][c] x[t][c] for t < n <= kMaxGemvTokens; x: [n x cols], y: [n x ldy].
+// y[t][r] = sum_c W[r][c] x[t][c] for t < n <= kMaxGemvTokens (accumulate: y[t][r] += ...);
+// x: [n x cols], 16-byte aligned; y: [n x ldy].
 cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
-                       cudaStream_t s);
+                       cudaStream_t s, bool accumulate = false);
+// One launch for up to 3 matrices over the same x: ys[i][t][r] = W_i x[t] ([n x ws[i]->rows]).
+// cudaErrorNotSupported, launching nothing, unless they share a block type, a column count
+// and a layout the vectorised kernels read; then launch them one by one.
+cudaError_t LaunchGemvMulti(const DeviceMatrix* const* ws, float* const* ys, int count,
+                            const float* x, int n, cudaStream_t s);
+// y[t][r] = silu(gate[r] . x[t]) x (up[r] . x[t]), y: [n x gate.rows]; cudaErrorNotSupported
+// as LaunchGemvMulti (then: two GEMVs and LaunchSwiGlu).
+cudaError_t LaunchGemvSwiGlu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x,
+                             int n, float* y, cudaStream_t s);
+// out[t][k] = x[t][perm[k]], t < n, k < cols.
+cudaError_t LaunchGatherColumns(const float* x, const int32_t* perm, int n, int64_t cols,
+                                float* out, cudaStream_t s);
 // Rows [row0, row0 + n_rows) of w as half (bf16 = false) or bfloat16 -> out[n_rows x cols].
 cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_rows, void* out,
                               bool bf16, cudaStream_t s);
