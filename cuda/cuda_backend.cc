@@ -76,6 +76,7 @@ CudaBackend::~CudaBackend() {
   cudaFree(weights_);
   cudaFree(workspace_);
   cudaFree(d_tables_);
+  cudaFree(d_attn_scratch_);
   cudaFreeHost(h_tables_);
   cudaFreeHost(h_meta_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -295,6 +296,29 @@ absl::Status CudaBackend::ReserveTables(size_t entries) {
   return absl::OkStatus();
 }
 
+absl::Status CudaBackend::ReserveAttentionScratch(int max_ctx) {
+  if (max_ctx <= attn_max_ctx_) return absl::OkStatus();
+  if (!graphs_.empty()) {
+    std::fprintf(stderr,
+                 "warning: CUDA graphs dropped: a context of %d positions is longer than the %d "
+                 "they were captured for\n",
+                 max_ctx, attn_max_ctx_);
+    DropGraphs();
+  }
+  const ModelConfig& c = model_.config();
+  const size_t bytes =
+      AttentionSplitFloats(kMaxGemvTokens, c.n_heads, c.head_dim, max_ctx) * sizeof(float);
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  cudaFree(d_attn_scratch_);
+  d_attn_scratch_ = nullptr;
+  attn_max_ctx_ = 0;
+  attn_scratch_bytes_ = 0;
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&d_attn_scratch_), bytes));
+  attn_max_ctx_ = max_ctx;
+  attn_scratch_bytes_ = bytes;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<KvStorage>> CudaBackend::MakeKvStorage(size_t block_bytes,
                                                                       int64_t num_blocks) {
   DropGraphs();  // they point into the previous pool
@@ -421,6 +445,10 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, flo
   }
   PINFER_RETURN_IF_ERROR(kv_storage_->status());
   const int n_out = static_cast<int>(batch.logit_rows.size());
+  // Decode-sized steps split attention over the context (sized for the cache's longest).
+  if (n <= kMaxGemvTokens) {
+    PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
+  }
   const Graph* graph = GraphFor(batch, cache);
   absl::Status s = UploadStep(batch, cache, graph ? graph->size : n);
   // UploadStep may have dropped the graphs (tables grew): look again.
@@ -480,6 +508,9 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
   const bool halves = c.rope_style == RopeStyle::kHalves;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   KvLayerView kv = kv_in;
+  // Steps the GEMV serves (decode) also split attention over the context, so that a few
+  // sequences still fill the GPU; padded graph steps take the same path as their eager size.
+  const bool split = n <= kMaxGemvTokens && d_attn_scratch_ != nullptr;
   int l = -1;
   PINFER_STEP(LaunchEmbedding(tok_embd_, d_tokens_, n, x_, s), "embedding");
   for (l = 0; l < c.n_layers; ++l) {
@@ -501,7 +532,8 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
                 "rope k");
     PINFER_STEP(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s), "kv write");
     PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,
-                                d_table_start_, d_positions_, att_, s),
+                                d_table_start_, d_positions_, att_, s,
+                                split ? d_attn_scratch_ : nullptr, attn_max_ctx_),
                 "paged attention");
     PINFER_STEP(matmul_->Run(L.wo, att_, n, x_, s, /*accumulate=*/true), "matmul wo (+ residual)");
     PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.ffn_norm, n, c.dim, c.rms_eps, xb_, s), "ffn rmsnorm");
@@ -566,6 +598,7 @@ absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
   const int bs = cache.block_size();
   const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);
   PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(std::max(max_num_seqs, 1)) * per_seq));
+  PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
   PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   size_t free0 = 0, free1 = 0, total = 0;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return name_; }
   absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
   uint64_t WorkspaceBytes() const override {
-    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t);
+    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t) + attn_scratch_bytes_;
   }
   uint64_t DetectedMemory() const override { return detected_; }
   uint64_t MeasuredReserve() const override { return reserve_; }
@@ -80,6 +80,9 @@ class CudaBackend final : public Backend {
   absl::Status UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded);
   absl::Status UploadMeta(size_t table_entries);
   absl::Status ReserveTables(size_t entries);
+  // Split-K attention scratch for steps of up to kMaxGemvTokens tokens with contexts of up to
+  // max_ctx positions (reallocating drops the graphs).
+  absl::Status ReserveAttentionScratch(int max_ctx);
   // Every launch of a step of n tokens, n_out of them wanting logits, on stream_ only: no
   // allocation, no synchronisation, no host access (so it can be captured).
   absl::Status Enqueue(int n, int n_out, const KvLayerView& kv);
@@ -125,6 +128,9 @@ class CudaBackend final : public Backend {
   int32_t* h_tables_ = nullptr;
   size_t tables_capacity_ = 0;
   std::vector<std::pair<SeqId, int32_t>> table_of_;  // the step's sequences and table starts
+  float* d_attn_scratch_ = nullptr;
+  int attn_max_ctx_ = 0;
+  size_t attn_scratch_bytes_ = 0;
 
   bool debug_sync_ = false;       // PINFER_CUDA_SYNC=1
   bool permuted_inputs_ = false;  // some matrix has an act-order permutation

@@ -107,9 +107,16 @@ cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v,
 // Causal paged attention, one query per token: token t attends to positions [0, pos[t]] of
 // its sequence, whose block table starts at tables + table_start[t].
 // q, out: [n_tokens x n_heads x head_dim].
+// split_scratch == nullptr: a thread block per (token, head) walks the whole context. Else
+// (decode steps: few tokens, few blocks) the context is cut into splits of kAttnSplitLen
+// positions, a block each, merged by a second kernel ("flash decoding"); the scratch holds
+// AttentionSplitFloats(n_tokens, n_heads, head_dim, max_ctx) floats, max_ctx >= pos[t] + 1.
+// A token's result depends only on its own context (never on the other tokens of the step).
+constexpr int kAttnSplitLen = 64;
+size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_ctx);
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
                             int n_kv_heads, int head_dim, float scale, const int32_t* tables,
                             const int32_t* table_start, const int32_t* positions, float* out,
-                            cudaStream_t s);
+                            cudaStream_t s, float* split_scratch = nullptr, int max_ctx = 0);
 
 }  // namespace pinfer::cuda

@@ -549,7 +549,7 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
     ASSERT_TRUE(c.AddSequence(2).ok());
     ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
     ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
-    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(27, 1)).ok());
+    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(90, 1)).ok());
     ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
     uint32_t seed = 20;
     for (SeqId s : {1, 2}) {
@@ -562,10 +562,10 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
         }
       }
     }
-    // Tokens: sequence 1 positions 30..36 (a prefill chunk), sequence 2 position 19.
+    // Tokens: sequence 1 positions 93..99 (a prefill chunk), sequence 2 position 19.
     std::vector<SeqId> seq;
     std::vector<int32_t> pos;
-    for (int p = 30; p < 37; ++p) seq.push_back(1), pos.push_back(p);
+    for (int p = 93; p < 100; ++p) seq.push_back(1), pos.push_back(p);
     seq.push_back(2), pos.push_back(19);
     const int n = static_cast<int>(seq.size());
     const auto q = Random(n * heads * hd, 99);
@@ -593,6 +593,18 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
                               scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
               cudaSuccess);
     ExpectClose(out.Download(), want, 1e-4, "attention " + name);
+    // Split over the context in kAttnSplitLen pieces (decode steps), merged by a second kernel:
+    // contexts of 94..100 positions in 2 splits (of at most 4, or 2), or in 1 when the given
+    // max context is shorter (the last split takes the rest).
+    for (int max_ctx : {256, 100, 40}) {
+      DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_ctx)), out2(want.size());
+      ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
+                                scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
+                                scratch.get(), max_ctx),
+                cudaSuccess);
+      ExpectClose(out2.Download(), want, 1e-4,
+                  "split attention " + name + " max_ctx " + std::to_string(max_ctx));
+    }
   }
 }
 
