@@ -104,52 +104,59 @@ int Kernels() {
     }
     cudaFree(w);
   }
-  // Decode attention: 16 sequences x 32 heads (8 KV heads) x head_dim 128 at a context.
+  // Decode attention as a decode step runs it (split over the context): 1 and 16 sequences x
+  // 32 heads (8 KV heads) x head_dim 128 at a context, max_model_len 4096.
+  float* split = nullptr;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split),
+                        cuda::AttentionSplitFloats(16, 32, 128, 4096) * sizeof(float)));
   for (int kvd : {cuda::kKF16, cuda::kKQ8_0}) {
-    for (int ctx : {512, 4096}) {
-      const int seqs = 16, heads = 32, kvh = 8, hd = 128, bs = 16, kv_dim = kvh * hd;
-      const size_t row = kvd == cuda::kKF16 ? 2 * kv_dim : kv_dim / 32 * 34;
-      const int blocks_per = ctx / bs;
-      const size_t block_bytes = 2 * bs * row;  // one layer
-      uint8_t* pool;
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool), block_bytes * seqs * blocks_per));
-      CHECK_CUDA(cudaMemset(pool, 0, block_bytes * seqs * blocks_per));
-      std::vector<int32_t> tables(seqs * blocks_per), start(seqs), pos(seqs, ctx - 1);
-      for (int i = 0; i < seqs * blocks_per; ++i) tables[i] = i;
-      for (int s = 0; s < seqs; ++s) start[s] = s * blocks_per;
-      int32_t *dt, *ds, *dp;
-      float *q, *o;
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dt), tables.size() * 4));
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&ds), seqs * 4));
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dp), seqs * 4));
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&q), seqs * heads * hd * 4));
-      CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&o), seqs * heads * hd * 4));
-      CHECK_CUDA(cudaMemset(q, 0, seqs * heads * hd * 4));
-      CHECK_CUDA(cudaMemcpy(dt, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(ds, start.data(), seqs * 4, cudaMemcpyHostToDevice));
-      CHECK_CUDA(cudaMemcpy(dp, pos.data(), seqs * 4, cudaMemcpyHostToDevice));
-      cuda::KvLayerView kv;
-      kv.dtype = kvd;
-      kv.base = pool;
-      kv.block_bytes = block_bytes;
-      kv.row_bytes = row;
-      kv.block_size = bs;
-      kv.v_offset = bs * row;
-      kv.kv_dim = kv_dim;
-      const double ms = TimeMs(
-          [&] {
-            CHECK_CUDA(
-                cuda::LaunchAttention(kv, q, seqs, heads, kvh, hd, 0.088f, dt, ds, dp, o, nullptr));
-          },
-          20);
-      const double gbs = (2.0 * row * ctx * seqs) / (ms * 1e6);
-      std::printf("attention %-4s 16 seqs ctx=%-4d %10.1f %10.0f %7.0f%%\n",
-                  kvd == cuda::kKF16 ? "f16" : "q8_0", ctx, ms * 1e3, gbs, 100 * gbs / copy_gbs);
-      std::printf("RESULT kernel name=attention_%s_ctx%d us=%.1f gbs=%.1f pct=%.1f\n",
-                  kvd == cuda::kKF16 ? "f16" : "q8_0", ctx, ms * 1e3, gbs, 100 * gbs / copy_gbs);
-      cudaFree(pool), cudaFree(dt), cudaFree(ds), cudaFree(dp), cudaFree(q), cudaFree(o);
-    }
+    for (int ctx : {512, 4096})
+      for (int seqs : {1, 16}) {
+        const int heads = 32, kvh = 8, hd = 128, bs = 16, kv_dim = kvh * hd;
+        const size_t row = kvd == cuda::kKF16 ? 2 * kv_dim : kv_dim / 32 * 34;
+        const int blocks_per = ctx / bs;
+        const size_t block_bytes = 2 * bs * row;  // one layer
+        uint8_t* pool;
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool), block_bytes * seqs * blocks_per));
+        CHECK_CUDA(cudaMemset(pool, 0, block_bytes * seqs * blocks_per));
+        std::vector<int32_t> tables(seqs * blocks_per), start(seqs), pos(seqs, ctx - 1);
+        for (int i = 0; i < seqs * blocks_per; ++i) tables[i] = i;
+        for (int s = 0; s < seqs; ++s) start[s] = s * blocks_per;
+        int32_t *dt, *ds, *dp;
+        float *q, *o;
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dt), tables.size() * 4));
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&ds), seqs * 4));
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dp), seqs * 4));
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&q), seqs * heads * hd * 4));
+        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&o), seqs * heads * hd * 4));
+        CHECK_CUDA(cudaMemset(q, 0, seqs * heads * hd * 4));
+        CHECK_CUDA(cudaMemcpy(dt, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(ds, start.data(), seqs * 4, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dp, pos.data(), seqs * 4, cudaMemcpyHostToDevice));
+        cuda::KvLayerView kv;
+        kv.dtype = kvd;
+        kv.base = pool;
+        kv.block_bytes = block_bytes;
+        kv.row_bytes = row;
+        kv.block_size = bs;
+        kv.v_offset = bs * row;
+        kv.kv_dim = kv_dim;
+        const double ms = TimeMs(
+            [&] {
+              CHECK_CUDA(cuda::LaunchAttention(kv, q, seqs, heads, kvh, hd, 0.088f, dt, ds, dp, o,
+                                               nullptr, split, 4096));
+            },
+            20);
+        const double gbs = (2.0 * row * ctx * seqs) / (ms * 1e6);
+        const char* kv_name = kvd == cuda::kKF16 ? "f16" : "q8_0";
+        std::printf("attention %-4s %2d seqs ctx=%-4d %9.1f %10.0f %7.0f%%\n", kv_name, seqs, ctx,
+                    ms * 1e3, gbs, 100 * gbs / copy_gbs);
+        std::printf("RESULT kernel name=attention_%s_b%d_ctx%d us=%.1f gbs=%.1f pct=%.1f\n",
+                    kv_name, seqs, ctx, ms * 1e3, gbs, 100 * gbs / copy_gbs);
+        cudaFree(pool), cudaFree(dt), cudaFree(ds), cudaFree(dp), cudaFree(q), cudaFree(o);
+      }
   }
+  cudaFree(split);
   return 0;
 }
 
