@@ -79,6 +79,11 @@ cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, i
 // RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t].
 cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
                        const int32_t* positions, float theta, bool halves, cudaStream_t s);
+// LaunchRope of q ([n_tokens x n_heads x head_dim]) and k ([n_tokens x n_kv_heads x
+// head_dim]) in one launch.
+cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_tokens,
+                         int head_dim, const int32_t* positions, float theta, bool halves,
+                         cudaStream_t s);
 // gate[i] = silu(gate[i]) * up[i].
 cudaError_t LaunchSwiGlu(float* gate, const float* up, int64_t n, cudaStream_t s);
 // x[i] += y[i].

@@ -132,6 +132,19 @@ TEST(CudaKernels, RopeMatchesCpuBothPairOrders) {
               cudaSuccess);
     for (int t = 0; t < n; ++t) ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
     ExpectClose(dv.Download(), v, 2e-4, style == RopeStyle::kHalves ? "rope halves" : "rope pairs");
+    // q and k (fewer heads) in one launch.
+    const int kv_heads = 2;
+    auto q = Random(n * heads * hd, 4), k = Random(n * kv_heads * hd, 5);
+    DevBuf<float> dq(q), dk(k);
+    ASSERT_EQ(LaunchRopeQK(dq.get(), heads, dk.get(), kv_heads, n, hd, dp.get(), 10000.0f,
+                           style == RopeStyle::kHalves, nullptr),
+              cudaSuccess);
+    for (int t = 0; t < n; ++t) {
+      ApplyRope(&q[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
+      ApplyRope(&k[t * kv_heads * hd], kv_heads, hd, pos[t], 10000.0f, style);
+    }
+    ExpectClose(dq.Download(), q, 2e-4, "rope q of q+k");
+    ExpectClose(dk.Download(), k, 2e-4, "rope k of q+k");
   }
 }
 
