@@ -20,6 +20,7 @@
 #   MAX_SECONDS  decode benchmarks still to run after this many seconds are skipped (default
 #                420; the target's own runs go first)
 #   PAGEDINFER_MODELS  folder with stories260K.gguf (default: ./shared/models or ../shared/models)
+#   OUT          when set to a folder, the logs are copied there at exit (build logs included)
 # Exit status: 0 when every step passed and the target was met, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -33,6 +34,13 @@ START=$SECONDS
 failures=()
 
 step() { echo; echo "== $* ($((SECONDS - START)) s)"; }
+save_logs() {
+  if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then
+    mkdir -p "$OUT/gpu-check-logs"
+    cp -r "$BUILD"/configure.log "$LOG"/. "$OUT/gpu-check-logs/" 2>/dev/null || true
+  fi
+}
+trap save_logs EXIT
 fail() { failures+=("$1"); echo "FAILED: $1" >&2; }
 
 if [[ -n "$DEPS_PREFIX" ]]; then
