@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -67,17 +69,23 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Model& mo
 
 CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamSynchronize(stream_);
+  DropGraphs();
   matmul_.reset();
   if (cublas_) cublasDestroy(cublas_);
   cudaFree(cublas_workspace_);
   cudaFree(weights_);
   cudaFree(workspace_);
   cudaFree(d_tables_);
+  cudaFree(d_attn_scratch_);
+  cudaFreeHost(h_tables_);
+  cudaFreeHost(h_meta_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
 absl::Status CudaBackend::Init(int device) {
   PINFER_RETURN_IF_ERROR(DeviceAvailable());
+  const char* sync_env = std::getenv("PINFER_CUDA_SYNC");
+  debug_sync_ = sync_env != nullptr && std::string(sync_env) == "1";
   const ModelConfig& c = model_.config();
   if (c.head_dim > 256 || c.head_dim % 2 != 0) {
     return absl::UnimplementedError(absl::StrCat(
@@ -104,7 +112,7 @@ absl::Status CudaBackend::Init(int device) {
   // Everything this backend took that is neither weights nor workspace: cuBLAS (handle and
   // workspace), allocation granularity, module loading.
   const uint64_t used = free0 > free1 ? free0 - free1 : 0;
-  const uint64_t counted = weight_bytes_ + workspace_bytes_;
+  const uint64_t counted = weight_bytes_ + WorkspaceBytes();
   reserve_ = used > counted ? used - counted : 0;
   return absl::OkStatus();
 }
@@ -137,6 +145,18 @@ absl::Status CudaBackend::UploadWeights() {
     d->rows = m.rows;
     d->cols = m.cols;
     d->row_bytes = m.row_bytes;
+    d->perm = nullptr;
+    if (!m.input_perm.empty()) {
+      if (static_cast<int64_t>(m.input_perm.size()) != m.cols) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor ", m.name, " has a permutation of ",
+                                                       m.input_perm.size(), " columns, not ",
+                                                       m.cols));
+      }
+      const size_t perm_at = carve.Take(m.input_perm.size() * sizeof(int32_t));
+      copies.push_back({perm_at, m.input_perm.data(), m.input_perm.size() * sizeof(int32_t)});
+      d->perm = reinterpret_cast<const int32_t*>(perm_at + 1);  // +1: tells offset 0 from none
+      permuted_inputs_ = true;
+    }
     auto it = matrix_at.find(m.data);
     size_t at;
     if (it != matrix_at.end()) {
@@ -161,6 +181,7 @@ absl::Status CudaBackend::UploadWeights() {
   PINFER_RETURN_IF_ERROR(matrix(w.tok_embd, &tok_embd_));
   PINFER_RETURN_IF_ERROR(matrix(w.output, &output_));
   vec(w.output_norm, &output_norm_);
+  vec(c.rope_freq_factors, &rope_freq_factors_);
   layers_.resize(static_cast<size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
@@ -193,13 +214,19 @@ absl::Status CudaBackend::UploadWeights() {
         cudaMemcpy(weights_ + p.offset, p.src, p.bytes, cudaMemcpyHostToDevice));
   }
   // Offsets become device pointers.
-  auto fix_m = [&](DeviceMatrix& d) { d.data = weights_ + reinterpret_cast<size_t>(d.data); };
+  auto fix_m = [&](DeviceMatrix& d) {
+    d.data = weights_ + reinterpret_cast<size_t>(d.data);
+    if (d.perm) {
+      d.perm = reinterpret_cast<const int32_t*>(weights_ + reinterpret_cast<size_t>(d.perm) - 1);
+    }
+  };
   auto fix_v = [&](const float*& d) {
     if (d) d = reinterpret_cast<const float*>(weights_ + reinterpret_cast<size_t>(d) - 1);
   };
   fix_m(tok_embd_);
   fix_m(output_);
   fix_v(output_norm_);
+  fix_v(rope_freq_factors_);
   for (Layer& d : layers_) {
     for (DeviceMatrix* m : {&d.wq, &d.wk, &d.wv, &d.wo, &d.w_gate, &d.w_up, &d.w_down}) fix_m(*m);
     for (const float** v : {&d.attn_norm, &d.ffn_norm, &d.bq, &d.bk, &d.bv}) fix_v(*v);
@@ -214,32 +241,89 @@ absl::Status CudaBackend::AllocateWorkspace() {
   const size_t x = carve.Take(t * c.dim * f), xb = carve.Take(t * c.dim * f);
   const size_t q = carve.Take(t * c.q_dim() * f), att = carve.Take(t * c.q_dim() * f);
   const size_t k = carve.Take(t * c.kv_dim() * f), v = carve.Take(t * c.kv_dim() * f);
-  const size_t proj = carve.Take(t * c.dim * f);
   const size_t gate = carve.Take(t * c.n_ff * f), up = carve.Take(t * c.n_ff * f);
   const size_t logits = carve.Take(t * c.n_vocab * f);
-  const size_t tokens = carve.Take(t * 4), positions = carve.Take(t * 4);
-  const size_t table_start = carve.Take(t * 4), logit_rows = carve.Take(t * 4);
-  const size_t slot = carve.Take(t * 8);
+  // The metadata region: int64 slot offsets first (8-byte aligned), then four int32 arrays.
+  meta_bytes_ = t * (sizeof(int64_t) + 4 * sizeof(int32_t));
+  const size_t meta = carve.Take(meta_bytes_);
   void* p = nullptr;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, carve.size()));
   workspace_ = static_cast<uint8_t*>(p);
   auto F = [&](size_t at) { return reinterpret_cast<float*>(workspace_ + at); };
-  auto I = [&](size_t at) { return reinterpret_cast<int32_t*>(workspace_ + at); };
-  x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v), proj_ = F(proj);
+  x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
   gate_ = F(gate), up_ = F(up), logits_ = F(logits);
-  d_tokens_ = I(tokens), d_positions_ = I(positions), d_table_start_ = I(table_start);
-  d_logit_rows_ = I(logit_rows);
-  d_slot_offset_ = reinterpret_cast<int64_t*>(workspace_ + slot);
+  d_meta_ = workspace_ + meta;
+  void* h = nullptr;
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&h, meta_bytes_));
+  h_meta_ = static_cast<uint8_t*>(h);
+  auto carve_meta = [&](uint8_t* base, int64_t** slot, int32_t** tokens, int32_t** positions,
+                        int32_t** table_start, int32_t** logit_rows) {
+    *slot = reinterpret_cast<int64_t*>(base);
+    int32_t* ints = reinterpret_cast<int32_t*>(base + t * sizeof(int64_t));
+    *tokens = ints, *positions = ints + t, *table_start = ints + 2 * t, *logit_rows = ints + 3 * t;
+  };
+  carve_meta(d_meta_, &d_slot_offset_, &d_tokens_, &d_positions_, &d_table_start_, &d_logit_rows_);
+  carve_meta(h_meta_, &h_slot_offset_, &h_tokens_, &h_positions_, &h_table_start_, &h_logit_rows_);
   const int64_t max_cols = std::max({c.dim, c.q_dim(), c.n_ff});
-  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols);
+  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols, permuted_inputs_);
   if (!mm.ok()) return mm.status();
   matmul_ = std::move(*mm);
   workspace_bytes_ = carve.size() + matmul_->scratch_bytes();
+  // Block tables for max_tokens sequences of 64 blocks; grown on demand.
+  return ReserveTables(t * 64);
+}
+
+absl::Status CudaBackend::ReserveTables(size_t entries) {
+  if (entries <= tables_capacity_) return absl::OkStatus();
+  if (!graphs_.empty()) {
+    // The graphs' kernels hold the old address; eager steps take over until the next capture.
+    std::fprintf(stderr,
+                 "warning: CUDA graphs dropped: a step needs %zu block-table entries, more than "
+                 "the %zu they were captured with\n",
+                 entries, tables_capacity_);
+    DropGraphs();
+  }
+  const size_t capacity = std::max(entries, 2 * tables_capacity_);
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  cudaFree(d_tables_);
+  cudaFreeHost(h_tables_);
+  d_tables_ = nullptr;
+  h_tables_ = nullptr;
+  tables_capacity_ = 0;
+  PINFER_CUDA_RETURN_IF_ERROR(
+      cudaMalloc(reinterpret_cast<void**>(&d_tables_), capacity * sizeof(int32_t)));
+  PINFER_CUDA_RETURN_IF_ERROR(
+      cudaMallocHost(reinterpret_cast<void**>(&h_tables_), capacity * sizeof(int32_t)));
+  tables_capacity_ = capacity;
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ReserveAttentionScratch(int max_ctx) {
+  if (max_ctx <= attn_max_ctx_) return absl::OkStatus();
+  if (!graphs_.empty()) {
+    std::fprintf(stderr,
+                 "warning: CUDA graphs dropped: a context of %d positions is longer than the %d "
+                 "they were captured for\n",
+                 max_ctx, attn_max_ctx_);
+    DropGraphs();
+  }
+  const ModelConfig& c = model_.config();
+  const size_t bytes =
+      AttentionSplitFloats(kMaxGemvTokens, c.n_heads, c.head_dim, max_ctx) * sizeof(float);
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  cudaFree(d_attn_scratch_);
+  d_attn_scratch_ = nullptr;
+  attn_max_ctx_ = 0;
+  attn_scratch_bytes_ = 0;
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&d_attn_scratch_), bytes));
+  attn_max_ctx_ = max_ctx;
+  attn_scratch_bytes_ = bytes;
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<KvStorage>> CudaBackend::MakeKvStorage(size_t block_bytes,
                                                                       int64_t num_blocks) {
+  DropGraphs();  // they point into the previous pool
   auto s = DeviceKvStorage::Create(block_bytes, num_blocks);
   if (!s.ok()) return s.status();
   kv_storage_ = s->get();
@@ -247,14 +331,21 @@ absl::StatusOr<std::unique_ptr<KvStorage>> CudaBackend::MakeKvStorage(size_t blo
   return std::unique_ptr<KvStorage>(std::move(*s));
 }
 
-absl::Status CudaBackend::UploadStep(const ForwardBatch& batch, const KvCache& cache) {
+absl::Status CudaBackend::UploadMeta(size_t table_entries) {
+  PINFER_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(d_meta_, h_meta_, meta_bytes_, cudaMemcpyHostToDevice, stream_));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_tables_, h_tables_, table_entries * sizeof(int32_t),
+                                              cudaMemcpyHostToDevice, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded) {
   const ModelConfig& c = model_.config();
   const int n = batch.size();
   const int bs = cache.block_size();
-  h_slot_offset_.resize(static_cast<size_t>(n));
-  h_table_start_.resize(static_cast<size_t>(n));
-  h_tables_.clear();
-  std::map<SeqId, int32_t> start_of;
+  // Validate and size the tables first: growing them must not clobber staged data.
+  table_of_.clear();
+  size_t entries = 0;
   for (int t = 0; t < n; ++t) {
     const int32_t tok = batch.tokens[t];
     if (tok < 0 || tok >= c.n_vocab) {
@@ -272,39 +363,74 @@ absl::Status CudaBackend::UploadStep(const ForwardBatch& batch, const KvCache& c
       return absl::FailedPreconditionError(
           absl::StrCat("sequence ", seq, "'s block table does not reach position ", pos));
     }
-    auto [it, added] = start_of.try_emplace(seq, static_cast<int32_t>(h_tables_.size()));
-    if (added) h_tables_.insert(h_tables_.end(), table.begin(), table.end());
-    h_table_start_[static_cast<size_t>(t)] = it->second;
-    h_slot_offset_[static_cast<size_t>(t)] =
-        static_cast<int64_t>(table[static_cast<size_t>(pos / bs)]) *
-            static_cast<int64_t>(cache.block_bytes()) +
-        static_cast<int64_t>(pos % bs) * static_cast<int64_t>(cache.row_bytes());
+    // A sequence's tokens are contiguous in a batch, so looking back one entry finds it.
+    if (table_of_.empty() || table_of_.back().first != seq) {
+      table_of_.push_back({seq, static_cast<int32_t>(entries)});
+      entries += table.size();
+    }
   }
-  if (h_tables_.size() > tables_capacity_) {
-    cudaFree(d_tables_);
-    d_tables_ = nullptr;
-    tables_capacity_ = std::max(h_tables_.size(), 2 * tables_capacity_);
-    PINFER_CUDA_RETURN_IF_ERROR(
-        cudaMalloc(reinterpret_cast<void**>(&d_tables_), tables_capacity_ * sizeof(int32_t)));
+  PINFER_RETURN_IF_ERROR(ReserveTables(std::max<size_t>(entries, 1)));
+  size_t seq_index = 0;
+  for (int t = 0; t < n; ++t) {
+    const SeqId seq = batch.seq_ids[t];
+    while (table_of_[seq_index].first != seq) ++seq_index;
+    const std::span<const int32_t> table = cache.BlockTable(seq);
+    const int32_t start = table_of_[seq_index].second;
+    if (t == 0 || batch.seq_ids[t - 1] != seq) {
+      std::copy(table.begin(), table.end(), h_tables_ + start);
+    }
+    const int pos = batch.positions[t];
+    h_tokens_[t] = batch.tokens[t];
+    h_positions_[t] = pos;
+    h_table_start_[t] = start;
+    h_slot_offset_[t] = static_cast<int64_t>(table[static_cast<size_t>(pos / bs)]) *
+                            static_cast<int64_t>(cache.block_bytes()) +
+                        static_cast<int64_t>(pos % bs) * static_cast<int64_t>(cache.row_bytes());
   }
-  const size_t n4 = static_cast<size_t>(n) * 4;
-  PINFER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(d_tokens_, batch.tokens.data(), n4, cudaMemcpyHostToDevice, stream_));
-  PINFER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(d_positions_, batch.positions.data(), n4, cudaMemcpyHostToDevice, stream_));
-  PINFER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(d_table_start_, h_table_start_.data(), n4, cudaMemcpyHostToDevice, stream_));
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_slot_offset_, h_slot_offset_.data(), 2 * n4,
-                                              cudaMemcpyHostToDevice, stream_));
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_tables_, h_tables_.data(),
-                                              h_tables_.size() * sizeof(int32_t),
-                                              cudaMemcpyHostToDevice, stream_));
-  if (!batch.logit_rows.empty()) {
-    PINFER_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d_logit_rows_, batch.logit_rows.data(),
-                                                batch.logit_rows.size() * 4, cudaMemcpyHostToDevice,
-                                                stream_));
+  // Padding rows: token 0 at position 0 of the first sequence's first block, no KV slot.
+  for (int t = n; t < padded; ++t) {
+    h_tokens_[t] = 0;
+    h_positions_[t] = 0;
+    h_table_start_[t] = 0;
+    h_slot_offset_[t] = -1;
   }
-  return absl::OkStatus();
+  const int n_out = static_cast<int>(batch.logit_rows.size());
+  for (int i = 0; i < n_out; ++i) h_logit_rows_[i] = batch.logit_rows[static_cast<size_t>(i)];
+  for (int i = n_out; i < padded; ++i) h_logit_rows_[i] = i;  // a graph's padding rows
+  return UploadMeta(std::max<size_t>(entries, 1));
+}
+
+KvLayerView CudaBackend::ViewOf(const KvCache& cache) const {
+  KvLayerView kv;
+  kv.dtype = static_cast<int>(cache.config().dtype);
+  kv.base = kv_storage_->device_base();
+  kv.block_bytes = cache.block_bytes();
+  kv.row_bytes = cache.row_bytes();
+  kv.block_size = cache.block_size();
+  kv.v_offset = static_cast<size_t>(kv.block_size) * kv.row_bytes;
+  kv.kv_dim = model_.config().kv_dim();
+  return kv;
+}
+
+const CudaBackend::Graph* CudaBackend::GraphFor(const ForwardBatch& batch,
+                                                const KvCache& cache) const {
+  if (graphs_.empty()) return nullptr;
+  const int n = batch.size();
+  // Every row wants logits, in order: a decode step (or a one-token prefill).
+  if (static_cast<int>(batch.logit_rows.size()) != n) return nullptr;
+  for (int i = 0; i < n; ++i) {
+    if (batch.logit_rows[static_cast<size_t>(i)] != i) return nullptr;
+  }
+  const KvLayerView kv = ViewOf(cache);
+  if (kv.base != graph_kv_.base || kv.dtype != graph_kv_.dtype ||
+      kv.block_bytes != graph_kv_.block_bytes || kv.row_bytes != graph_kv_.row_bytes ||
+      kv.block_size != graph_kv_.block_size) {
+    return nullptr;
+  }
+  for (const Graph& g : graphs_) {
+    if (g.size >= n) return &g;
+  }
+  return nullptr;
 }
 
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
@@ -320,70 +446,204 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, flo
         "the KV cache must use the device storage from this backend's MakeKvStorage");
   }
   PINFER_RETURN_IF_ERROR(kv_storage_->status());
-  const absl::Status s = Run(batch, cache, logits);
-  // Wait even after a failed launch, so that the step's host buffers outlive the copies.
+  const int n_out = static_cast<int>(batch.logit_rows.size());
+  // Decode-sized steps split attention over the context (sized for the cache's longest).
+  if (n <= kMaxGemvTokens) {
+    PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
+  }
+  const Graph* graph = GraphFor(batch, cache);
+  absl::Status s = UploadStep(batch, cache, graph ? graph->size : n);
+  // UploadStep may have dropped the graphs (tables grew): look again.
+  if (s.ok() && graph != nullptr && graphs_.empty()) graph = nullptr;
+  if (s.ok()) {
+    if (graph != nullptr) {
+      s = Checked(cudaGraphLaunch(graph->exec, stream_), "cudaGraphLaunch", -1, __LINE__);
+      if (s.ok()) ++graph_replays_;
+    } else {
+      s = Enqueue(n, n_out, ViewOf(cache));
+    }
+  }
+  if (s.ok() && n_out > 0) {
+    const cudaError_t err = cudaMemcpyAsync(
+        logits, logits_, static_cast<size_t>(n_out) * model_.config().n_vocab * sizeof(float),
+        cudaMemcpyDeviceToHost, stream_);
+    if (err != cudaSuccess) s = CudaError(err, "cudaMemcpyAsync(logits)", __FILE__, __LINE__);
+  }
+  // Wait even after a failed launch, so that the staging buffers outlive the copies.
   const cudaError_t sync = cudaStreamSynchronize(stream_);
   if (!s.ok()) return s;
-  PINFER_CUDA_RETURN_IF_ERROR(sync);
+  if (sync != cudaSuccess) {
+    return CudaError(sync,
+                     graph ? "cudaStreamSynchronize after a CUDA graph replay (rerun with "
+                             "--enforce-eager and PINFER_CUDA_SYNC=1 to name the kernel)"
+                           : "cudaStreamSynchronize after an eager step (rerun with "
+                             "PINFER_CUDA_SYNC=1 to name the kernel)",
+                     __FILE__, __LINE__);
+  }
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::Run(const ForwardBatch& batch, KvCache& cache, float* logits) {
+absl::Status CudaBackend::Checked(cudaError_t err, const char* what, int layer, int line) const {
+  if (err == cudaSuccess && debug_sync_ && !capturing_) err = cudaStreamSynchronize(stream_);
+  if (err == cudaSuccess) return absl::OkStatus();
+  const std::string where =
+      layer >= 0 ? absl::StrCat(what, " in layer ", layer) : std::string(what);
+  return CudaError(err, where.c_str(), __FILE__, line);
+}
+
+absl::Status CudaBackend::Checked(const absl::Status& s, const char* what, int layer,
+                                  int line) const {
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(what, layer >= 0 ? " in layer " : "",
+                                               layer >= 0 ? absl::StrCat(layer) : "", " (",
+                                               __FILE__, ":", line, "): ", s.message()));
+  }
+  return Checked(cudaSuccess, what, layer, line);
+}
+
+// One launch (or matmul) of Enqueue, checked with its name and layer (l).
+#define PINFER_STEP(expr, what) PINFER_RETURN_IF_ERROR(Checked((expr), what, l, __LINE__))
+
+absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
   const ModelConfig& c = model_.config();
-  const int n = batch.size();
-  PINFER_RETURN_IF_ERROR(UploadStep(batch, cache));
   cudaStream_t s = stream_;
   const bool halves = c.rope_style == RopeStyle::kHalves;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  KvLayerView kv;
-  kv.dtype = static_cast<int>(cache.config().dtype);
-  kv.base = kv_storage_->device_base();
-  kv.block_bytes = cache.block_bytes();
-  kv.row_bytes = cache.row_bytes();
-  kv.block_size = cache.block_size();
-  kv.v_offset = static_cast<size_t>(kv.block_size) * kv.row_bytes;
-  kv.kv_dim = c.kv_dim();
-  const int64_t nd = static_cast<int64_t>(n) * c.dim;
-  PINFER_CUDA_RETURN_IF_ERROR(LaunchEmbedding(tok_embd_, d_tokens_, n, x_, s));
-  for (int l = 0; l < c.n_layers; ++l) {
+  KvLayerView kv = kv_in;
+  // Steps the GEMV serves (decode) also split attention over the context, so that a few
+  // sequences still fill the GPU; padded graph steps take the same path as their eager size.
+  const bool split = n <= kMaxGemvTokens && d_attn_scratch_ != nullptr;
+  int l = -1;
+  PINFER_STEP(LaunchEmbedding(tok_embd_, d_tokens_, n, x_, s), "embedding");
+  for (l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     kv.layer_offset = static_cast<size_t>(l) * 2 * kv.v_offset;
-    PINFER_CUDA_RETURN_IF_ERROR(
-        LaunchRmsNorm(x_, nullptr, L.attn_norm, n, c.dim, c.rms_eps, xb_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.wq, xb_, n, q_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.wk, xb_, n, k_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.wv, xb_, n, v_, s));
+    PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.attn_norm, n, c.dim, c.rms_eps, xb_, s),
+                "attention rmsnorm");
+    const DeviceMatrix* qkv[] = {&L.wq, &L.wk, &L.wv};
+    float* const qkv_out[] = {q_, k_, v_};
+    PINFER_STEP(matmul_->RunMany(qkv, qkv_out, 3, xb_, n, s), "matmul wq, wk, wv");
     if (c.qkv_bias) {
-      PINFER_CUDA_RETURN_IF_ERROR(LaunchAddBias(q_, L.bq, n, c.q_dim(), s));
-      PINFER_CUDA_RETURN_IF_ERROR(LaunchAddBias(k_, L.bk, n, c.kv_dim(), s));
-      PINFER_CUDA_RETURN_IF_ERROR(LaunchAddBias(v_, L.bv, n, c.kv_dim(), s));
+      PINFER_STEP(LaunchAddBias(q_, L.bq, n, c.q_dim(), s), "bias q");
+      PINFER_STEP(LaunchAddBias(k_, L.bk, n, c.kv_dim(), s), "bias k");
+      PINFER_STEP(LaunchAddBias(v_, L.bv, n, c.kv_dim(), s), "bias v");
     }
-    PINFER_CUDA_RETURN_IF_ERROR(
-        LaunchRope(q_, n, c.n_heads, c.head_dim, d_positions_, c.rope_theta, halves, s));
-    PINFER_CUDA_RETURN_IF_ERROR(
-        LaunchRope(k_, n, c.n_kv_heads, c.head_dim, d_positions_, c.rope_theta, halves, s));
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s));
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim,
-                                                scale, d_tables_, d_table_start_, d_positions_,
-                                                att_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.wo, att_, n, proj_, s));
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchAdd(x_, proj_, nd, s));
-    PINFER_CUDA_RETURN_IF_ERROR(
-        LaunchRmsNorm(x_, nullptr, L.ffn_norm, n, c.dim, c.rms_eps, xb_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.w_gate, xb_, n, gate_, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.w_up, xb_, n, up_, s));
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_, up_, static_cast<int64_t>(n) * c.n_ff, s));
-    PINFER_RETURN_IF_ERROR(matmul_->Run(L.w_down, gate_, n, proj_, s));
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchAdd(x_, proj_, nd, s));
+    PINFER_STEP(LaunchRopeQK(q_, c.n_heads, k_, c.n_kv_heads, n, c.head_dim, d_positions_,
+                             c.rope_theta, halves, s, c.rope_freq_scale, rope_freq_factors_),
+                "rope q and k");
+    PINFER_STEP(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s), "kv write");
+    PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,
+                                d_table_start_, d_positions_, att_, s,
+                                split ? d_attn_scratch_ : nullptr, attn_max_ctx_),
+                "paged attention");
+    PINFER_STEP(matmul_->Run(L.wo, att_, n, x_, s, /*accumulate=*/true), "matmul wo (+ residual)");
+    PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.ffn_norm, n, c.dim, c.rms_eps, xb_, s), "ffn rmsnorm");
+    PINFER_STEP(matmul_->RunSwiGlu(L.w_gate, L.w_up, xb_, n, gate_, up_, s),
+                "matmul w_gate, w_up and swiglu");
+    PINFER_STEP(matmul_->Run(L.w_down, gate_, n, x_, s, /*accumulate=*/true),
+                "matmul w_down (+ residual)");
   }
-  const int n_out = static_cast<int>(batch.logit_rows.size());
+  l = -1;
   if (n_out == 0) return absl::OkStatus();
-  PINFER_CUDA_RETURN_IF_ERROR(
-      LaunchRmsNorm(x_, d_logit_rows_, output_norm_, n_out, c.dim, c.rms_eps, xb_, s));
-  PINFER_RETURN_IF_ERROR(matmul_->Run(output_, xb_, n_out, logits_, s));
-  PINFER_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(logits, logits_, static_cast<size_t>(n_out) * c.n_vocab * sizeof(float),
-                      cudaMemcpyDeviceToHost, s));
+  PINFER_STEP(LaunchRmsNorm(x_, d_logit_rows_, output_norm_, n_out, c.dim, c.rms_eps, xb_, s),
+              "output rmsnorm");
+  PINFER_STEP(matmul_->Run(output_, xb_, n_out, logits_, s), "matmul output");
+  return absl::OkStatus();
+}
+
+#undef PINFER_STEP
+
+// ---- CUDA graphs ----
+
+std::vector<int> CudaBackend::GraphSizesFor(int max_num_seqs, int max_tokens) {
+  const int top = std::min(max_num_seqs, max_tokens);
+  std::vector<int> sizes;
+  for (int s : {1, 2, 4, 8}) {
+    if (s <= top) sizes.push_back(s);
+  }
+  for (int s = 16; s <= top; s += 16) sizes.push_back(s);
+  if (top >= 1 && sizes.back() != top) sizes.push_back(top);
+  return sizes;
+}
+
+std::vector<int> CudaBackend::graph_sizes() const {
+  std::vector<int> sizes;
+  for (const Graph& g : graphs_) sizes.push_back(g.size);
+  return sizes;
+}
+
+// An estimate, taken before the KV pool is sized: a graph's executable holds its kernel
+// nodes' parameters and the driver's bookkeeping, a few KiB per node; 2 MiB per graph (the
+// allocation granularity that cudaMemGetInfo sees) plus 16 MiB covers a 32-layer model with
+// room to spare. CaptureGraphs measures what they actually took.
+uint64_t CudaBackend::GraphReserveBytes(int max_num_seqs) const {
+  const size_t graphs = GraphSizesFor(max_num_seqs, max_tokens_).size();
+  const uint64_t per_graph = 2ull << 20;
+  const uint64_t nodes = static_cast<uint64_t>(model_.config().n_layers) * 20 + 8;
+  return (16ull << 20) + graphs * std::max<uint64_t>(per_graph, nodes * 4096);
+}
+
+void CudaBackend::DropGraphs() {
+  for (Graph& g : graphs_) cudaGraphExecDestroy(g.exec);
+  graphs_.clear();
+}
+
+absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
+  DropGraphs();
+  if (kv_storage_ == nullptr || kv_storage_->block_bytes() != cache.block_bytes() ||
+      kv_storage_->num_blocks() != cache.num_blocks()) {
+    return absl::FailedPreconditionError(
+        "CUDA graphs are captured for a KV cache using this backend's MakeKvStorage");
+  }
+  // Every decode step fits the tables from now on: max_num_seqs sequences of max_model_len.
+  const int bs = cache.block_size();
+  const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);
+  PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(std::max(max_num_seqs, 1)) * per_seq));
+  PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  size_t free0 = 0, free1 = 0, total = 0;
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));
+  const KvLayerView kv = ViewOf(cache);
+  for (int size : GraphSizesFor(max_num_seqs, max_tokens_)) {
+    // Inputs that touch nothing: every row is padding (token 0 at position 0 reading block 0,
+    // no KV write). One eager run first loads every kernel and lets cuBLAS choose its own.
+    for (int t = 0; t < size; ++t) {
+      h_tokens_[t] = 0, h_positions_[t] = 0, h_table_start_[t] = 0, h_slot_offset_[t] = -1;
+      h_logit_rows_[t] = t;
+    }
+    h_tables_[0] = 0;
+    PINFER_RETURN_IF_ERROR(UploadMeta(1));
+    PINFER_RETURN_IF_ERROR(Enqueue(size, size, kv));
+    PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    PINFER_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    capturing_ = true;
+    const absl::Status launched = Enqueue(size, size, kv);
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!launched.ok() || ended != cudaSuccess) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      (void)cudaGetLastError();
+      DropGraphs();
+      const absl::Status why =
+          launched.ok() ? CudaError(ended, "cudaStreamEndCapture", __FILE__, __LINE__) : launched;
+      return absl::Status(why.code(), absl::StrCat("capturing the CUDA graph for steps of ", size,
+                                                   " tokens failed: ", why.message()));
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      DropGraphs();
+      return CudaError(made, "cudaGraphInstantiate", __FILE__, __LINE__);
+    }
+    graphs_.push_back({size, exec});
+    PINFER_CUDA_RETURN_IF_ERROR(cudaGraphUpload(exec, stream_));
+  }
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free1, &total));
+  graph_bytes_ = free0 > free1 ? free0 - free1 : 0;
+  graph_kv_ = kv;
   return absl::OkStatus();
 }
 

@@ -17,11 +17,21 @@ const char* CudaHint(cudaError_t err) {
       return "no usable GPU: check nvidia-smi and the driver version, or use --device cpu";
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorInvalidDeviceFunction:
-      return "this build has no kernels for this GPU: rebuild with its architecture in "
-             "CMAKE_CUDA_ARCHITECTURES";
+      return "this build has no kernels for this GPU: reconfigure with its architecture in "
+             "-DPAGEDINFER_CUDA_ARCHS (e.g. 90a for H100/H200)";
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
-      return "a kernel faulted: rerun under compute-sanitizer to find it";
+    case cudaErrorMisalignedAddress:
+      return "a kernel faulted: rerun with PINFER_CUDA_SYNC=1 (and --enforce-eager) to name "
+             "it, or under compute-sanitizer";
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureUnjoined:
+      return "an operation CUDA graph capture does not allow (allocation, synchronisation, "
+             "the legacy stream); start with --enforce-eager to run without graphs";
+    case cudaErrorInvalidValue:
+      return "a launch or call got an invalid argument (grid size, shape, pointer)";
     default:
       return "see the CUDA error above";
   }

@@ -8,8 +8,8 @@
 namespace pinfer::cuda {
 
 absl::StatusOr<std::unique_ptr<DeviceMatMul>> DeviceMatMul::Create(cublasHandle_t handle,
-                                                                   int max_tokens,
-                                                                   int64_t max_cols) {
+                                                                   int max_tokens, int64_t max_cols,
+                                                                   bool permuted_inputs) {
   std::unique_ptr<DeviceMatMul> m(new DeviceMatMul());
   m->handle_ = handle;
   m->max_tokens_ = max_tokens;
@@ -19,22 +19,68 @@ absl::StatusOr<std::unique_ptr<DeviceMatMul>> DeviceMatMul::Create(cublasHandle_
   m->tile_bytes_ = std::max<uint64_t>(kWeightTileBytes, 2ull * static_cast<uint64_t>(max_cols));
   PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m->x16_, m->x_bytes_));
   PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(&m->tile_, m->tile_bytes_));
+  if (permuted_inputs) {
+    m->xperm_bytes_ = m->x_bytes_ * 2;  // floats
+    PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&m->xperm_), m->xperm_bytes_));
+  }
   return m;
 }
 
 DeviceMatMul::~DeviceMatMul() {
   cudaFree(x16_);
   cudaFree(tile_);
+  cudaFree(xperm_);
+}
+
+absl::Status DeviceMatMul::RunMany(const DeviceMatrix* const* ws, float* const* ys, int count,
+                                   const float* x, int n, cudaStream_t s) {
+  if (n <= 0) return absl::OkStatus();
+  bool permuted = false;
+  for (int i = 0; i < count; ++i) permuted = permuted || ws[i]->perm != nullptr;
+  if (n <= kMaxGemvTokens && count > 1 && !permuted) {
+    const cudaError_t err = LaunchGemvMulti(ws, ys, count, x, n, s);
+    if (err != cudaErrorNotSupported) {
+      PINFER_CUDA_RETURN_IF_ERROR(err);
+      return absl::OkStatus();
+    }
+  }
+  for (int i = 0; i < count; ++i) PINFER_RETURN_IF_ERROR(Run(*ws[i], x, n, ys[i], s));
+  return absl::OkStatus();
+}
+
+absl::Status DeviceMatMul::RunSwiGlu(const DeviceMatrix& gate, const DeviceMatrix& up,
+                                     const float* x, int n, float* y, float* up_scratch,
+                                     cudaStream_t s) {
+  if (n <= 0) return absl::OkStatus();
+  if (n <= kMaxGemvTokens && gate.perm == nullptr && up.perm == nullptr) {
+    const cudaError_t err = LaunchGemvSwiGlu(gate, up, x, n, y, s);
+    if (err != cudaErrorNotSupported) {
+      PINFER_CUDA_RETURN_IF_ERROR(err);
+      return absl::OkStatus();
+    }
+  }
+  PINFER_RETURN_IF_ERROR(Run(gate, x, n, y, s));
+  PINFER_RETURN_IF_ERROR(Run(up, x, n, up_scratch, s));
+  PINFER_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(y, up_scratch, static_cast<int64_t>(n) * gate.rows, s));
+  return absl::OkStatus();
 }
 
 absl::Status DeviceMatMul::Run(const DeviceMatrix& w, const float* x, int n, float* y,
-                               cudaStream_t s) {
+                               cudaStream_t s, bool accumulate) {
   if (n <= 0 || w.rows == 0) return absl::OkStatus();
   if (!WeightTypeSupported(w.type)) {
     return absl::UnimplementedError(absl::StrCat("no CUDA kernel for weight type id ", w.type));
   }
+  if (w.perm != nullptr) {
+    if (xperm_ == nullptr || n > max_tokens_ || w.cols > max_cols_) {
+      return absl::FailedPreconditionError(
+          "an act-order matrix needs a DeviceMatMul created with permuted_inputs, sized for it");
+    }
+    PINFER_CUDA_RETURN_IF_ERROR(LaunchGatherColumns(x, w.perm, n, w.cols, xperm_, s));
+    x = xperm_;
+  }
   if (n <= kMaxGemvTokens) {
-    PINFER_CUDA_RETURN_IF_ERROR(LaunchGemv(w, x, n, y, w.rows, s));
+    PINFER_CUDA_RETURN_IF_ERROR(LaunchGemv(w, x, n, y, w.rows, s, accumulate));
     return absl::OkStatus();
   }
   if (n > max_tokens_ || w.cols > max_cols_) {
@@ -43,7 +89,7 @@ absl::Status DeviceMatMul::Run(const DeviceMatrix& w, const float* x, int n, flo
                                                    " this multiplier was sized for"));
   }
   PINFER_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, s));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const int k = static_cast<int>(w.cols);
   // Row-major Y[n x rows] is column-major Y^T = W X^T: A = W (row-major = column-major W^T,
   // transposed), B = X^T (row-major X = column-major X^T).

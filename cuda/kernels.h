@@ -39,6 +39,10 @@ struct DeviceMatrix {
   int64_t rows = 0, cols = 0;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  // Act-order input permutation (WeightMatrix::input_perm), [cols] in device memory: the
+  // matrix multiplies x'[k] = x[perm[k]]; nullptr: identity. LaunchGemv* ignore it
+  // (DeviceMatMul gathers x first).
+  const int32_t* perm = nullptr;
 };
 
 bool WeightTypeSupported(int type);
@@ -47,9 +51,22 @@ bool WeightTypeSupported(int type);
 // x[t] = dequant(emb.row(tokens[t])), t < n.
 cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int n, float* x,
                             cudaStream_t s);
-// y[t][r] = sum_c W[r][c] x[t][c] for t < n <= kMaxGemvTokens; x: [n x cols], y: [n x ldy].
+// y[t][r] = sum_c W[r][c] x[t][c] for t < n <= kMaxGemvTokens (accumulate: y[t][r] += ...);
+// x: [n x cols], 16-byte aligned; y: [n x ldy].
 cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
-                       cudaStream_t s);
+                       cudaStream_t s, bool accumulate = false);
+// One launch for up to 3 matrices over the same x: ys[i][t][r] = W_i x[t] ([n x ws[i]->rows]).
+// cudaErrorNotSupported, launching nothing, unless they share a block type, a column count
+// and a layout the vectorised kernels read; then launch them one by one.
+cudaError_t LaunchGemvMulti(const DeviceMatrix* const* ws, float* const* ys, int count,
+                            const float* x, int n, cudaStream_t s);
+// y[t][r] = silu(gate[r] . x[t]) x (up[r] . x[t]), y: [n x gate.rows]; cudaErrorNotSupported
+// as LaunchGemvMulti (then: two GEMVs and LaunchSwiGlu).
+cudaError_t LaunchGemvSwiGlu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x,
+                             int n, float* y, cudaStream_t s);
+// out[t][k] = x[t][perm[k]], t < n, k < cols.
+cudaError_t LaunchGatherColumns(const float* x, const int32_t* perm, int n, int64_t cols,
+                                float* out, cudaStream_t s);
 // Rows [row0, row0 + n_rows) of w as half (bf16 = false) or bfloat16 -> out[n_rows x cols].
 cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_rows, void* out,
                               bool bf16, cudaStream_t s);
@@ -59,9 +76,17 @@ cudaError_t LaunchToHalf(const float* x, int64_t n, void* out, bool bf16, cudaSt
 // out[i] = x[rows[i] or i] * rsqrt(mean(x^2) + eps) * w, i < n_rows (rows may be nullptr).
 cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, int n_rows, int dim,
                           float eps, float* out, cudaStream_t s);
-// RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t].
+// RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t];
+// freq_scale and freq_factors ([head_dim / 2] on the device, or nullptr) as in ApplyRope.
 cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
-                       const int32_t* positions, float theta, bool halves, cudaStream_t s);
+                       const int32_t* positions, float theta, bool halves, cudaStream_t s,
+                       float freq_scale = 1.0f, const float* freq_factors = nullptr);
+// LaunchRope of q ([n_tokens x n_heads x head_dim]) and k ([n_tokens x n_kv_heads x
+// head_dim]) in one launch.
+cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_tokens,
+                         int head_dim, const int32_t* positions, float theta, bool halves,
+                         cudaStream_t s, float freq_scale = 1.0f,
+                         const float* freq_factors = nullptr);
 // gate[i] = silu(gate[i]) * up[i].
 cudaError_t LaunchSwiGlu(float* gate, const float* up, int64_t n, cudaStream_t s);
 // x[i] += y[i].
@@ -82,16 +107,24 @@ struct KvLayerView {
 };
 
 // Encodes k[t], v[t] (kv_dim floats each) into the rows at base + slot_offset[t] +
-// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes.
+// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes;
+// tokens with slot_offset[t] < 0 (padding) are skipped.
 cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
                           const int64_t* slot_offset, cudaStream_t s);
 
 // Causal paged attention, one query per token: token t attends to positions [0, pos[t]] of
 // its sequence, whose block table starts at tables + table_start[t].
 // q, out: [n_tokens x n_heads x head_dim].
+// split_scratch == nullptr: a thread block per (token, head) walks the whole context. Else
+// (decode steps: few tokens, few blocks) the context is cut into splits of kAttnSplitLen
+// positions, a block each, merged by a second kernel ("flash decoding"); the scratch holds
+// AttentionSplitFloats(n_tokens, n_heads, head_dim, max_ctx) floats, max_ctx >= pos[t] + 1.
+// A token's result depends only on its own context (never on the other tokens of the step).
+constexpr int kAttnSplitLen = 64;
+size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_ctx);
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
                             int n_kv_heads, int head_dim, float scale, const int32_t* tables,
                             const int32_t* table_start, const int32_t* positions, float* out,
-                            cudaStream_t s);
+                            cudaStream_t s, float* split_scratch = nullptr, int max_ctx = 0);
 
 }  // namespace pinfer::cuda

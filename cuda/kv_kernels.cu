@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/kernels.h"
@@ -12,7 +13,8 @@ namespace pinfer::cuda {
 namespace {
 
 constexpr int kWriteThreads = 256;
-constexpr int kAttnWarps = 4;
+constexpr int kAttnWarps = 8;
+constexpr int kAttnUnroll = 4;  // positions a warp has in flight at once
 constexpr int kMaxHeadDim = 256;
 constexpr int kPerLane = kMaxHeadDim / 32;
 
@@ -31,10 +33,6 @@ __device__ __forceinline__ float WarpMax(float v) {
 __device__ __forceinline__ void StoreU16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v & 0xff);
   p[1] = static_cast<uint8_t>(v >> 8);
-}
-
-__device__ __forceinline__ uint16_t LoadU16(const uint8_t* p) {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
 }
 
 // |x| (finite or not) -> e4m3 magnitude code: round to nearest even, saturate at 448.
@@ -57,13 +55,16 @@ __device__ __forceinline__ float E4M3Value(uint8_t c) {
   return (c & 0x80) ? -v : v;
 }
 
-// One block per (token, k|v) row.
+// One block per (token, k|v) row; a negative slot offset (a graph's padding row) writes
+// nothing.
 __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
                               const float* __restrict__ v, const int64_t* slot_offset) {
   const int t = blockIdx.x, which = blockIdx.y;
+  const int64_t slot = slot_offset[t];
+  if (slot < 0) return;  // the whole block: before any barrier
   const int n = kv.kv_dim;
   const float* src = (which == 0 ? k : v) + static_cast<int64_t>(t) * n;
-  uint8_t* dst = kv.base + slot_offset[t] + kv.layer_offset + (which ? kv.v_offset : 0);
+  uint8_t* dst = kv.base + slot + kv.layer_offset + (which ? kv.v_offset : 0);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = blockDim.x / 32;
   switch (kv.dtype) {
     case kKF32:
@@ -106,7 +107,10 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
             at = oa;
           }
         }
-        const float mx = __shfl_sync(0xffffffffu, x, at);
+        // The CPU starts from max = +0 and only replaces it on a strictly larger magnitude,
+        // so an all-zero block (some -0.0) keeps +0 and stores d = -0.0: do the same.
+        const float picked = __shfl_sync(0xffffffffu, x, at);
+        const float mx = best > 0.0f ? picked : 0.0f;
         const float d = __fdiv_rn(mx, -8.0f);
         const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
         int q = static_cast<int>(static_cast<int8_t>(__fadd_rn(__fmul_rn(x, id), 8.5f)));
@@ -147,23 +151,29 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
   }
 }
 
-// Value i of an encoded row.
+// A 16-bit value at an even address.
+__device__ __forceinline__ uint16_t LoadAlignedU16(const uint8_t* p) {
+  return __ldg(reinterpret_cast<const unsigned short*>(p));
+}
+
+// Value i of an encoded row. Rows start at even addresses (row bytes are even: head_dim is),
+// so 16-bit fields load whole; f32 rows are 4-byte aligned.
 __device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
   switch (dtype) {
     case kKF32:
-      return reinterpret_cast<const float*>(row)[i];
+      return __ldg(reinterpret_cast<const float*>(row) + i);
     case kKF16:
-      return __half2float(__ushort_as_half(LoadU16(row + 2 * i)));
+      return __half2float(__ushort_as_half(LoadAlignedU16(row + 2 * i)));
     case kKBF16:
-      return __uint_as_float(static_cast<uint32_t>(LoadU16(row + 2 * i)) << 16);
+      return __uint_as_float(static_cast<uint32_t>(LoadAlignedU16(row + 2 * i)) << 16);
     case kKQ8_0: {
       const uint8_t* blk = row + (i / 32) * 34;
-      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      const float d = __half2float(__ushort_as_half(LoadAlignedU16(blk)));
       return d * static_cast<float>(static_cast<int8_t>(blk[2 + i % 32]));
     }
     case kKQ4_0: {
       const uint8_t* blk = row + (i / 32) * 18;
-      const float d = __half2float(__ushort_as_half(LoadU16(blk)));
+      const float d = __half2float(__ushort_as_half(LoadAlignedU16(blk)));
       const int j = i % 32;
       const int q = j < 16 ? (blk[2 + j] & 0xf) : (blk[2 + j - 16] >> 4);
       return d * static_cast<float>(q - 8);
@@ -178,12 +188,30 @@ __device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
   }
 }
 
-// One block per (query token, query head); its warps split the context (position p goes to
-// warp p % kAttnWarps), each with an online softmax, merged at the end.
-__global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads,
-                                int n_kv_heads, int hd, float scale, const int32_t* tables,
-                                const int32_t* table_start, const int32_t* positions,
-                                float* __restrict__ out) {
+// Split-K ("flash decoding"): the partial result [m, l, acc[hd]] of one split starts at this
+// offset of the scratch.
+__device__ __forceinline__ int64_t PartialAt(int t, int h, int n_heads, int split, int max_splits,
+                                             int hd) {
+  return ((static_cast<int64_t>(t) * n_heads + h) * max_splits + split) *
+         (static_cast<int64_t>(hd) + 2);
+}
+
+// How many splits of split_len positions a context of n_ctx has (the last one takes the rest).
+__device__ __forceinline__ int SplitsOf(int n_ctx, int split_len, int max_splits) {
+  return min(max_splits, (n_ctx + split_len - 1) / split_len);
+}
+
+// One block per (query token, query head, split of the context); its warps share the split
+// (warp w takes positions [w, w + 1, ..., w + kAttnUnroll) + k x kAttnWarps x kAttnUnroll),
+// each keeping kAttnUnroll positions' loads in flight and an online softmax; merged at the
+// end. split_len == 0: one split, the whole context, written to out; else split z covers
+// [z x split_len, (z + 1) x split_len) (the last one up to the end) and leaves its partial
+// result in `partial` for AttentionMergeKernel.
+__global__ void __launch_bounds__(32 * kAttnWarps)
+    AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads, int n_kv_heads,
+                    int hd, float scale, const int32_t* tables, const int32_t* table_start,
+                    const int32_t* positions, float* __restrict__ out, int split_len,
+                    int max_splits, float* __restrict__ partial) {
   __shared__ float s_m[kAttnWarps], s_l[kAttnWarps];
   __shared__ float s_acc[kAttnWarps][kMaxHeadDim];
   const int t = blockIdx.x, h = blockIdx.y;
@@ -199,26 +227,53 @@ __global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int
   }
   float m = -INFINITY, l = 0.0f;
   const int n_ctx = positions[t] + 1;
+  const int split = blockIdx.z;
+  int p_begin = 0, p_end = n_ctx;
+  if (split_len > 0) {
+    if (split >= SplitsOf(n_ctx, split_len, max_splits)) return;  // the whole block: no barrier yet
+    p_begin = split * split_len;
+    if (split + 1 < SplitsOf(n_ctx, split_len, max_splits)) p_end = p_begin + split_len;
+  }
   const int32_t* table = tables + table_start[t];
   const int col0 = kvh * hd;
-  for (int p = warp; p < n_ctx; p += kAttnWarps) {
-    const uint8_t* krow = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
-                          kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
-    const uint8_t* vrow = krow + kv.v_offset;
-    float dot = 0.0f;
+  for (int p0 = p_begin + warp * kAttnUnroll; p0 < p_end; p0 += kAttnWarps * kAttnUnroll) {
+    const uint8_t* krow[kAttnUnroll];
+    float s[kAttnUnroll];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow, col0 + e);
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      const int p = min(p0 + u, p_end - 1);  // a valid row; positions past the end are masked
+      krow[u] = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
+                kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
+      float dot = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int e = lane + 32 * i;
+        if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow[u], col0 + e);
+      }
+      s[u] = dot;
     }
-    const float s = WarpSum(dot) * scale;
-    const float m_new = fmaxf(m, s);
-    const float corr = expf(m - m_new), w = expf(s - m_new);
-    l = l * corr + w;
+    float m_new = m;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < hd) acc[i] = acc[i] * corr + w * KvLoad(kv.dtype, vrow, col0 + e);
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      s[u] = WarpSum(s[u]) * scale;
+      if (p0 + u < p_end) m_new = fmaxf(m_new, s[u]);
+    }
+    const float corr = expf(m - m_new);  // 0 on the first round (m = -inf)
+    l *= corr;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) acc[i] *= corr;
+#pragma unroll
+    for (int u = 0; u < kAttnUnroll; ++u) {
+      if (p0 + u < p_end) {
+        const float w = expf(s[u] - m_new);
+        l += w;
+        const uint8_t* vrow = krow[u] + kv.v_offset;
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          const int e = lane + 32 * i;
+          if (e < hd) acc[i] += w * KvLoad(kv.dtype, vrow, col0 + e);
+        }
+      }
     }
     m = m_new;
   }
@@ -239,10 +294,43 @@ __global__ void AttentionKernel(KvLayerView kv, const float* __restrict__ q, int
     f[w] = s_m[w] == -INFINITY ? 0.0f : expf(s_m[w] - mx);
     total += s_l[w] * f[w];
   }
+  if (split_len > 0) {
+    float* rec = partial + PartialAt(t, h, n_heads, split, max_splits, hd);
+    if (threadIdx.x == 0) {
+      rec[0] = mx;
+      rec[1] = total;
+    }
+    for (int e = threadIdx.x; e < hd; e += blockDim.x) {
+      float sum = 0.0f;
+      for (int w = 0; w < kAttnWarps; ++w) sum += s_acc[w][e] * f[w];
+      rec[2 + e] = sum;
+    }
+    return;
+  }
   float* o = out + (static_cast<int64_t>(t) * n_heads + h) * hd;
   for (int e = threadIdx.x; e < hd; e += blockDim.x) {
     float sum = 0.0f;
     for (int w = 0; w < kAttnWarps; ++w) sum += s_acc[w][e] * f[w];
+    o[e] = sum / total;
+  }
+}
+
+// One block per (query token, query head): the splits' partial results -> out.
+__global__ void AttentionMergeKernel(const float* __restrict__ partial, int n_heads, int hd,
+                                     const int32_t* positions, int split_len, int max_splits,
+                                     float* __restrict__ out) {
+  const int t = blockIdx.x, h = blockIdx.y;
+  const int n = SplitsOf(positions[t] + 1, split_len, max_splits);
+  const float* rec0 = partial + PartialAt(t, h, n_heads, 0, max_splits, hd);
+  const int64_t stride = static_cast<int64_t>(hd) + 2;
+  float mx = -INFINITY;
+  for (int z = 0; z < n; ++z) mx = fmaxf(mx, rec0[z * stride]);
+  float total = 0.0f;
+  for (int z = 0; z < n; ++z) total += rec0[z * stride + 1] * expf(rec0[z * stride] - mx);
+  float* o = out + (static_cast<int64_t>(t) * n_heads + h) * hd;
+  for (int e = threadIdx.x; e < hd; e += blockDim.x) {
+    float sum = 0.0f;
+    for (int z = 0; z < n; ++z) sum += rec0[z * stride + 2 + e] * expf(rec0[z * stride] - mx);
     o[e] = sum / total;
   }
 }
@@ -256,16 +344,34 @@ cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v,
   return cudaGetLastError();
 }
 
+size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_ctx) {
+  const int64_t splits = (std::max(max_ctx, 1) + kAttnSplitLen - 1) / kAttnSplitLen;
+  return static_cast<size_t>(std::max(n_tokens, 0)) * static_cast<size_t>(std::max(n_heads, 0)) *
+         static_cast<size_t>(splits) * (static_cast<size_t>(std::max(head_dim, 0)) + 2);
+}
+
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
                             int n_kv_heads, int head_dim, float scale, const int32_t* tables,
                             const int32_t* table_start, const int32_t* positions, float* out,
-                            cudaStream_t s) {
+                            cudaStream_t s, float* split_scratch, int max_ctx) {
   if (n_tokens <= 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim || n_kv_heads <= 0 || n_heads % n_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }
-  AttentionKernel<<<dim3(n_tokens, n_heads), 32 * kAttnWarps, 0, s>>>(
-      kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out);
+  if (split_scratch == nullptr) {
+    AttentionKernel<<<dim3(n_tokens, n_heads, 1), 32 * kAttnWarps, 0, s>>>(
+        kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out, 0, 1,
+        nullptr);
+    return cudaGetLastError();
+  }
+  if (max_ctx < 1) return cudaErrorInvalidValue;
+  const int max_splits = (max_ctx + kAttnSplitLen - 1) / kAttnSplitLen;
+  AttentionKernel<<<dim3(n_tokens, n_heads, max_splits), 32 * kAttnWarps, 0, s>>>(
+      kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out,
+      kAttnSplitLen, max_splits, split_scratch);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  AttentionMergeKernel<<<dim3(n_tokens, n_heads), 128, 0, s>>>(
+      split_scratch, n_heads, head_dim, positions, kAttnSplitLen, max_splits, out);
   return cudaGetLastError();
 }
 

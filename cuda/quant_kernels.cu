@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda/dequant.cuh"
+#include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 
 namespace pinfer::cuda {
@@ -23,11 +24,88 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
-// One warp per weight row; every lane walks the row in groups of 8 values (block types) or
-// single values (float types), multiplying each against up to kMaxGemvTokens inputs.
+// ---- the decode GEMV: y[t][r] = sum_c W[r][c] x[t][c], t < n <= kMaxGemvTokens ----
+// A warp per weight row; the lanes' work is in gemv_units.cuh. One launch may cover up to
+// three matrices over the same x (Q, K, V: blocks [end[i-1], end[i]) take matrix i), or
+// compute silu(gate x) * (up x) (a warp takes row r of both), or add into y (residuals).
+
+enum GemvOp : int { kGemvStore = 0, kGemvAccumulate = 1, kGemvSwiGlu = 2 };
+constexpr int kMaxGemvParts = 3;
+
+struct GemvJob {
+  DeviceMatrix w[kMaxGemvParts];
+  float* y[kMaxGemvParts];
+  int64_t ldy[kMaxGemvParts];
+  unsigned end[kMaxGemvParts];  // cumulative thread blocks per part
+  int parts = 1;
+  int op = kGemvStore;
+};
+
+template <typename T>
+__device__ __forceinline__ const T& Pick(const T (&v)[kMaxGemvParts], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : v[2];  // constant offsets only: params stay params
+}
+
+// The warp's sums (a second set for SwiGLU's up rows) -> y[t * ldy + r].
+template <int kMaxT>
+__device__ __forceinline__ void StoreSums(float (&acc)[kMaxT], float (&acc2)[kMaxT], int n,
+                                          int lane, int64_t r, int op, float* __restrict__ y,
+                                          int64_t ldy) {
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) {
+    if (t < n) {
+      float s = WarpSum(acc[t]);
+      if (op == kGemvSwiGlu) s = s / (1.0f + expf(-s)) * WarpSum(acc2[t]);
+      if (lane == 0) {
+        float* out = y + t * ldy + r;
+        *out = op == kGemvAccumulate ? *out + s : s;
+      }
+    }
+  }
+}
+
+// Which part this thread block computes, its first block, and the warp's row.
+__device__ __forceinline__ int PartOf(const GemvJob& job, unsigned* first) {
+  int part = 0;
+  while (part + 1 < job.parts && blockIdx.x >= Pick(job.end, part)) ++part;
+  *first = part == 0 ? 0u : Pick(job.end, part - 1);
+  return part;
+}
+
+// kLegacy: GemvLegacyLane<kType, kUnitBlocks, kWords>; else GemvKLane<kType>.
+template <int kType, int kUnitBlocks, bool kWords, int kMaxT>
+__global__ void __launch_bounds__(32 * kGemvWarps)
+    GemvVectorKernel(GemvJob job, const float* __restrict__ x, int n) {
+  constexpr bool kLegacy = gemv::LegacyBlockBytes(kType) > 0;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  unsigned first = 0;
+  const int part = PartOf(job, &first);
+  const DeviceMatrix& w = Pick(job.w, part);
+  const int64_t r = static_cast<int64_t>(blockIdx.x - first) * kGemvWarps + warp;
+  if (r >= w.rows) return;  // the whole warp: r is the same for its lanes
+  float acc[kMaxT], acc2[kMaxT];
+#pragma unroll
+  for (int t = 0; t < kMaxT; ++t) acc[t] = acc2[t] = 0.0f;
+  const int64_t at = r * static_cast<int64_t>(w.row_bytes);
+  if constexpr (kLegacy) {
+    gemv::LegacyLane<kType, kUnitBlocks, kWords>(w.data + at, x, w.cols, n, lane, 32, acc);
+    if (job.op == kGemvSwiGlu) {
+      gemv::LegacyLane<kType, kUnitBlocks, kWords>(job.w[1].data + at, x, w.cols, n, lane, 32,
+                                                   acc2);
+    }
+  } else {
+    gemv::KLane<kType>(w.data + at, x, w.cols, n, lane, 32, acc);
+    if (job.op == kGemvSwiGlu) gemv::KLane<kType>(job.w[1].data + at, x, w.cols, n, lane, 32, acc2);
+  }
+  StoreSums(acc, acc2, n, lane, r, job.op, Pick(job.y, part), Pick(job.ldy, part));
+}
+
+// Float types (and any block layout the kernels above do not take): a lane per value (float
+// types) or per group of 8 values (Dequant8), for up to kMaxGemvTokens tokens.
 template <int kType>
-__global__ void GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n,
-                           float* __restrict__ y, int64_t ldy) {
+__global__ void __launch_bounds__(32 * kGemvWarps)
+    GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n, float* __restrict__ y,
+               int64_t ldy, bool accumulate) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   if (r >= w.rows) return;
@@ -49,24 +127,10 @@ __global__ void GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n,
     for (int64_t g = lane; g < groups; g += 32) {
       float v[8];
       Dequant8(kType, row, g, v);
-#pragma unroll
-      for (int t = 0; t < kMaxGemvTokens; ++t) {
-        if (t < n) {
-          const float4* xp = reinterpret_cast<const float4*>(x + t * cols + g * 8);
-          const float4 a = __ldg(xp), b = __ldg(xp + 1);
-          acc[t] += v[0] * a.x + v[1] * a.y + v[2] * a.z + v[3] * a.w + v[4] * b.x + v[5] * b.y +
-                    v[6] * b.z + v[7] * b.w;
-        }
-      }
+      gemv::Fma8(acc, v, x, cols, n, g * 8);
     }
   }
-#pragma unroll
-  for (int t = 0; t < kMaxGemvTokens; ++t) {
-    if (t < n) {
-      const float s = WarpSum(acc[t]);
-      if (lane == 0) y[t * ldy + r] = s;
-    }
-  }
+  StoreSums(acc, acc, n, lane, r, accumulate ? kGemvAccumulate : kGemvStore, y, ldy);
 }
 
 template <typename Out>
@@ -105,6 +169,14 @@ __global__ void DequantRowsKernel(DeviceMatrix w, const int32_t* tokens, int64_t
   Dequant8(w.type, row, g, v);
 #pragma unroll
   for (int k = 0; k < 8; ++k) o[g * 8 + k] = Convert<Out>(v[k]);
+}
+
+__global__ void GatherColumnsKernel(const float* __restrict__ x, const int32_t* __restrict__ perm,
+                                    int64_t total, int64_t cols, float* __restrict__ out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t t = i / cols, k = i % cols;
+  out[i] = x[t * cols + perm[k]];
 }
 
 template <typename Out>
@@ -147,15 +219,96 @@ cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int 
   return cudaGetLastError();
 }
 
-cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
-                       cudaStream_t s) {
-  if (n <= 0 || w.rows == 0) return cudaSuccess;
+namespace {
+
+// Launches the vectorised kernel for `job` (blocks thread blocks) at a token count of at most
+// kMaxT; false, launching nothing, when its matrices do not share one block type, column
+// count and a layout that kernel reads (the caller then falls back).
+template <int kMaxT>
+bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaStream_t s) {
+  const DeviceMatrix& w0 = job.w[0];
+  // 4-byte loads: every row starts 4-byte aligned; then 18/22/34-byte blocks are read in pairs
+  // (a row holds an even number of them: row_bytes % 4 == 0 says so). 16-byte loads likewise.
+  bool words = true, vec16 = true;
+  const int used = job.op == kGemvSwiGlu ? 2 : job.parts;
+  for (int i = 0; i < used; ++i) {
+    const DeviceMatrix& m = job.w[i];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(m.data);
+    if (m.type != w0.type || m.cols != w0.cols || base % 2 != 0 || m.row_bytes % 2 != 0) {
+      return false;
+    }
+    words = words && base % 4 == 0 && m.row_bytes % 4 == 0;
+    vec16 = vec16 && base % 16 == 0 && m.row_bytes % 16 == 0;
+  }
+  const dim3 grid(blocks), block(32 * kGemvWarps);
+  switch (w0.type) {
+#define PINFER_LEGACY(T)                                                        \
+  case T:                                                                       \
+    if constexpr (gemv::LegacyBlockBytes(T) % 4 == 0) {                         \
+      if (words) {                                                              \
+        GemvVectorKernel<T, 1, true, kMaxT><<<grid, block, 0, s>>>(job, x, n);  \
+      } else {                                                                  \
+        GemvVectorKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n); \
+      }                                                                         \
+    } else {                                                                    \
+      if (words) {                                                              \
+        GemvVectorKernel<T, 2, true, kMaxT><<<grid, block, 0, s>>>(job, x, n);  \
+      } else {                                                                  \
+        GemvVectorKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n); \
+      }                                                                         \
+    }                                                                           \
+    return true;
+    PINFER_LEGACY(kWQ4_0)
+    PINFER_LEGACY(kWQ4_1)
+    PINFER_LEGACY(kWQ5_0)
+    PINFER_LEGACY(kWQ5_1)
+    PINFER_LEGACY(kWQ8_0)
+#undef PINFER_LEGACY
+    case kWQ4_K:
+      if (!vec16) return false;
+      GemvVectorKernel<kWQ4_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      return true;
+    case kWQ5_K:
+      if (!vec16) return false;
+      GemvVectorKernel<kWQ5_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      return true;
+    case kWQ6_K:
+      GemvVectorKernel<kWQ6_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool LaunchJobAnyN(const GemvJob& job, unsigned blocks, const float* x, int n, cudaStream_t s) {
+  return n == 1 ? LaunchJob<1>(job, blocks, x, n, s)
+                : LaunchJob<kMaxGemvTokens>(job, blocks, x, n, s);
+}
+
+cudaError_t CheckGemvArgs(const float* x, int n) {
   if (n > kMaxGemvTokens) return cudaErrorInvalidValue;
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorMisalignedAddress;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, int64_t ldy,
+                       cudaStream_t s, bool accumulate) {
+  if (n <= 0 || w.rows == 0) return cudaSuccess;
+  if (const cudaError_t e = CheckGemvArgs(x, n); e != cudaSuccess) return e;
+  GemvJob job;
+  job.w[0] = w;
+  job.y[0] = y;
+  job.ldy[0] = ldy;
+  job.end[0] = Blocks(w.rows, kGemvWarps);
+  job.op = accumulate ? kGemvAccumulate : kGemvStore;
+  if (LaunchJobAnyN(job, job.end[0], x, n, s)) return cudaGetLastError();
   const dim3 grid(Blocks(w.rows, kGemvWarps)), block(32 * kGemvWarps);
   switch (w.type) {
-#define PINFER_GEMV_CASE(T)                                \
-  case T:                                                  \
-    GemvKernel<T><<<grid, block, 0, s>>>(w, x, n, y, ldy); \
+#define PINFER_GEMV_CASE(T)                                            \
+  case T:                                                              \
+    GemvKernel<T><<<grid, block, 0, s>>>(w, x, n, y, ldy, accumulate); \
     break;
     PINFER_GEMV_CASE(kWF32)
     PINFER_GEMV_CASE(kWF16)
@@ -175,6 +328,42 @@ cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, i
   return cudaGetLastError();
 }
 
+cudaError_t LaunchGemvMulti(const DeviceMatrix* const* ws, float* const* ys, int count,
+                            const float* x, int n, cudaStream_t s) {
+  if (count < 1 || count > kMaxGemvParts) return cudaErrorInvalidValue;
+  if (n <= 0) return cudaSuccess;
+  if (const cudaError_t e = CheckGemvArgs(x, n); e != cudaSuccess) return e;
+  GemvJob job;
+  job.parts = count;
+  unsigned blocks = 0;
+  for (int i = 0; i < count; ++i) {
+    if (ws[i]->rows <= 0) return cudaErrorNotSupported;
+    job.w[i] = *ws[i];
+    job.y[i] = ys[i];
+    job.ldy[i] = ws[i]->rows;
+    blocks += Blocks(ws[i]->rows, kGemvWarps);
+    job.end[i] = blocks;
+  }
+  if (!LaunchJobAnyN(job, blocks, x, n, s)) return cudaErrorNotSupported;
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchGemvSwiGlu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x,
+                             int n, float* y, cudaStream_t s) {
+  if (n <= 0 || gate.rows == 0) return cudaSuccess;
+  if (const cudaError_t e = CheckGemvArgs(x, n); e != cudaSuccess) return e;
+  if (up.rows != gate.rows) return cudaErrorNotSupported;
+  GemvJob job;
+  job.w[0] = gate;
+  job.w[1] = up;
+  job.y[0] = y;
+  job.ldy[0] = gate.rows;
+  job.end[0] = Blocks(gate.rows, kGemvWarps);
+  job.op = kGemvSwiGlu;
+  if (!LaunchJobAnyN(job, job.end[0], x, n, s)) return cudaErrorNotSupported;
+  return cudaGetLastError();
+}
+
 cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_rows, void* out,
                               bool bf16, cudaStream_t s) {
   if (n_rows <= 0) return cudaSuccess;
@@ -186,6 +375,14 @@ cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_row
     DequantRowsKernel<__half><<<Blocks(total, kThreads), kThreads, 0, s>>>(
         w, nullptr, row0, n_rows, static_cast<__half*>(out));
   }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchGatherColumns(const float* x, const int32_t* perm, int n, int64_t cols,
+                                float* out, cudaStream_t s) {
+  const int64_t total = static_cast<int64_t>(n) * cols;
+  if (total <= 0) return cudaSuccess;
+  GatherColumnsKernel<<<Blocks(total, kThreads), kThreads, 0, s>>>(x, perm, total, cols, out);
   return cudaGetLastError();
 }
 

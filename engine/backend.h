@@ -54,6 +54,24 @@ class Backend {
     (void)num_blocks;
     return std::unique_ptr<KvStorage>();
   }
+
+  // CUDA graphs (device backends; a host backend keeps the defaults, and the engine calls
+  // none of these under EngineConfig::enforce_eager):
+  // Device memory to set aside in the ledger, before the KV pool is sized, for the graphs
+  // CaptureGraphs will make for steps of up to max_num_seqs tokens.
+  virtual uint64_t GraphReserveBytes(int max_num_seqs) const {
+    (void)max_num_seqs;
+    return 0;
+  }
+  // Captures the forward pass for steps of up to max_num_seqs tokens that all want logits
+  // (decode), once the KV pool exists and a step has run; Forward then replays them.
+  virtual absl::Status CaptureGraphs(KvCache& cache, int max_num_seqs) {
+    (void)cache;
+    (void)max_num_seqs;
+    return absl::OkStatus();
+  }
+  // Device memory the captured graphs took (measured); 0 without graphs.
+  virtual uint64_t GraphBytes() const { return 0; }
 };
 
 }  // namespace pinfer

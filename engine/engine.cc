@@ -46,6 +46,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   opt.max_num_seqs = config.max_num_seqs;
   opt.max_num_batched_tokens = config.max_num_batched_tokens;
   opt.reserve_bytes = std::max(config.reserve_bytes, backend->MeasuredReserve());
+  // A device backend's step buffers are measured, not bounded: the line takes the larger.
+  if (backend->DetectedMemory() > 0) opt.workspace_floor_bytes = backend->WorkspaceBytes();
+  // CUDA graphs are captured after the KV pool exists (they point into it), so their memory
+  // is set aside here, before the pool is sized, from the backend's estimate; the measured
+  // figure is what the memory report shows for the line.
+  if (!config.enforce_eager) opt.graph_bytes = backend->GraphReserveBytes(config.max_num_seqs);
   opt.budget_option = config.kv_cache_memory > 0
                           ? "the budget (weights + workspace + reserve + --kv-cache-memory)"
                           : "the budget (--memory-utilization x detected memory)";
@@ -125,6 +131,20 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   e->report_ = std::make_unique<MemoryReport>(header);
   e->report_->Record(kStageAfterLoad, e->LineUsages());
   if (absl::Status s = e->WarmUp(); !s.ok()) return s;
+  if (!config.enforce_eager) {
+    if (absl::Status s = e->backend_->CaptureGraphs(*e->cache_, config.max_num_seqs); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(s.message(),
+                                                 "; or start with --enforce-eager to run every "
+                                                 "step without CUDA graphs"));
+    }
+    const uint64_t took = e->backend_->GraphBytes();
+    if (!quiet && took > ledger->graph_bytes) {
+      std::fprintf(stderr,
+                   "warning: CUDA graphs took %s of device memory, more than the %s the ledger set "
+                   "aside for them\n",
+                   FormatBytes(took).c_str(), FormatBytes(ledger->graph_bytes).c_str());
+    }
+  }
   e->report_->Record(kStageWarmUp, e->LineUsages());
   return e;
 }
@@ -147,13 +167,17 @@ absl::Status Engine::WarmUp() {
 
 std::vector<LineUsage> Engine::LineUsages() const {
   const OccupancyReport kv = cache_->Report();
-  return {
+  std::vector<LineUsage> lines = {
       {std::string(kLineWeights), ledger_.weights_bytes, ledger_.weights_bytes},
       {std::string(kLineKvCache), static_cast<uint64_t>(kv.blocks_used) * cache_->block_bytes(),
        kv.bytes_reserved},
       {std::string(kLineWorkspace), backend_->WorkspaceBytes(), ledger_.workspace_bytes},
       {std::string(kLineReserve), 0, ledger_.reserve_bytes},
   };
+  if (ledger_.graph_bytes > 0 || backend_->GraphBytes() > 0) {
+    lines.push_back({std::string(kLineGraphs), backend_->GraphBytes(), ledger_.graph_bytes});
+  }
+  return lines;
 }
 
 void Engine::RecordStages(const std::vector<ScheduledChunk>& chunks) {

@@ -39,6 +39,9 @@ struct EngineConfig {
   uint64_t reserve_bytes = 64ull << 20;  // runtime reserve line of the ledger
   int threads = 0;                       // 0: all hardware threads
   int max_waiting = 1024;                // queued requests beyond this are refused
+  // Device backends: run every step eagerly instead of replaying CUDA graphs captured for
+  // decode steps at start (no effect on the CPU).
+  bool enforce_eager = false;
 };
 
 struct GenerationRequest {

@@ -25,7 +25,7 @@ absl::Status CheckWidths(const ModelConfig& c) {
 }
 
 std::string NoFitMessage(const MemoryLedger& l) {
-  const uint64_t fixed = l.weights_bytes + l.workspace_bytes + l.reserve_bytes;
+  const uint64_t fixed = l.weights_bytes + l.workspace_bytes + l.reserve_bytes + l.graph_bytes;
   const uint64_t seq_kv = U(l.blocks_per_sequence) * l.kv_bytes_per_block;
   const std::string needed = FormatBytes(fixed + seq_kv);
   std::string msg = absl::StrCat(
@@ -33,7 +33,8 @@ std::string NoFitMessage(const MemoryLedger& l) {
       " of KV cache (", l.blocks_per_sequence, " blocks of ", l.block_size, " tokens at ",
       FormatBytes(l.kv_bytes_per_token), " per token, ", Sv(KvDtypeName(l.kv_dtype)), "), so ",
       needed, " in all with weights ", FormatBytes(l.weights_bytes), ", workspace ",
-      FormatBytes(l.workspace_bytes), " and reserve ", FormatBytes(l.reserve_bytes), "; ");
+      FormatBytes(l.workspace_bytes), " and reserve ", FormatBytes(l.reserve_bytes),
+      l.graph_bytes > 0 ? absl::StrCat(" and CUDA graphs ", FormatBytes(l.graph_bytes)) : "", "; ");
   if (fixed >= l.budget_bytes) {
     absl::StrAppend(&msg, "the budget of ", FormatBytes(l.budget_bytes),
                     " does not even cover weights, workspace and reserve, so no KV cache fits. ",
@@ -143,12 +144,13 @@ absl::StatusOr<MemoryLedger> ComputeLedger(const PlanInput& in, const LedgerOpti
   l.weights = in.weights;
   l.weights_bytes = in.weights_bytes();
   l.workspace = WorkspaceBytes(c, o.max_num_batched_tokens, o.max_num_seqs, max_model_len);
-  l.workspace_bytes = l.workspace.total();
+  l.workspace_bytes = std::max(l.workspace.total(), o.workspace_floor_bytes);
   l.reserve_bytes = o.reserve_bytes;
+  l.graph_bytes = o.graph_bytes;
   l.kv_bytes_per_token = 2 * U(c.n_layers) * *row;
   l.kv_bytes_per_block = l.kv_bytes_per_token * U(o.block_size);
 
-  const uint64_t fixed = l.weights_bytes + l.workspace_bytes + l.reserve_bytes;
+  const uint64_t fixed = l.weights_bytes + l.workspace_bytes + l.reserve_bytes + l.graph_bytes;
   const uint64_t left = o.budget_bytes > fixed ? o.budget_bytes - fixed : 0;
   l.kv_pool_blocks = static_cast<int64_t>(left / l.kv_bytes_per_block);
   l.kv_pool_bytes = U(l.kv_pool_blocks) * l.kv_bytes_per_block;

@@ -7,8 +7,9 @@
 //              head_dim), the pool rounded down to whole blocks of block_size tokens;
 //   workspace  an upper bound on the float32 activations of one forward step (see
 //              WorkspaceBytes below);
-//   reserve    a configured allowance (runtime, allocator slack).
-// kv_pool = budget - weights - workspace - reserve, rounded down to whole blocks.
+//   reserve    a configured allowance (runtime, allocator slack);
+//   graphs     device memory set aside for captured CUDA graphs (device backends; 0 otherwise).
+// kv_pool = budget - weights - workspace - reserve - graphs, rounded down to whole blocks.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,11 @@ struct LedgerOptions {
   int64_t max_num_batched_tokens = 2048;  // tokens per forward step
   uint64_t budget_bytes = 0;              // all memory the engine may use (required, > 0)
   uint64_t reserve_bytes = 1ull << 30;    // runtime reserve
+  // A device backend's measured step buffers: the workspace line is the larger of this and
+  // the float32 bound below (0 on the CPU, whose buffers the bound covers).
+  uint64_t workspace_floor_bytes = 0;
+  // Device memory set aside for captured CUDA graphs (0: none; the line is then not shown).
+  uint64_t graph_bytes = 0;
   // How the user sets the budget, as messages name it ("raise --memory to at least ...").
   std::string budget_option = "--memory";
 };
@@ -94,6 +100,7 @@ struct MemoryLedger {
   WorkspaceBreakdown workspace;
   uint64_t workspace_bytes = 0;
   uint64_t reserve_bytes = 0;
+  uint64_t graph_bytes = 0;  // CUDA graphs (0 without them)
   uint64_t kv_bytes_per_token = 0;
   uint64_t kv_bytes_per_block = 0;  // kv_bytes_per_token x block_size
 

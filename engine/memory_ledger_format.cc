@@ -46,7 +46,13 @@ std::string MemoryLedger::ToText() const {
   absl::StrAppend(&out, Row("  logits + probabilities", workspace.logits));
   absl::StrAppend(&out, Row("  attention scores", workspace.scores));
   absl::StrAppend(&out, Row("  rope tables", workspace.rope));
+  if (workspace_bytes > workspace.total()) {
+    absl::StrAppend(&out,
+                    Row("  device step buffers", workspace_bytes, "measured, above the bound"));
+  }
   absl::StrAppend(&out, Row("runtime reserve", reserve_bytes));
+  if (graph_bytes > 0)
+    absl::StrAppend(&out, Row("cuda graphs", graph_bytes, "set aside for capture"));
   absl::StrAppend(&out, Row("KV pool", kv_pool_bytes,
                             absl::StrCat(kv_pool_blocks, " blocks, ", kv_pool_tokens, " tokens")));
   absl::StrAppend(&out, absl::StrFormat("  KV per token: %s (%d bytes); per block: %s\n",
@@ -85,6 +91,7 @@ std::string MemoryLedger::ToJson() const {
         {"scores", workspace.scores},
         {"rope", workspace.rope}}},
       {"reserve_bytes", reserve_bytes},
+      {"graph_bytes", graph_bytes},
       {"kv_bytes_per_token", kv_bytes_per_token},
       {"kv_bytes_per_block", kv_bytes_per_block},
       {"kv_pool_bytes", kv_pool_bytes},

@@ -26,6 +26,7 @@ inline constexpr std::string_view kLineWeights = "weights";
 inline constexpr std::string_view kLineKvCache = "kv cache";
 inline constexpr std::string_view kLineWorkspace = "workspace";
 inline constexpr std::string_view kLineReserve = "runtime reserve";
+inline constexpr std::string_view kLineGraphs = "cuda graphs";  // only with captured graphs
 
 struct MemoryReportHeader {
   std::string model;          // e.g. "llama2-7b" or the file name

@@ -41,7 +41,9 @@ absl::StatusOr<MemoryLedger> ComputeLedgerForPool(const PlanInput& input, Ledger
       options.max_model_len > 0 ? options.max_model_len : input.config.context_length;
   const WorkspaceBreakdown ws =
       WorkspaceBytes(input.config, options.max_num_batched_tokens, options.max_num_seqs, max_len);
-  options.budget_bytes = input.weights_bytes() + ws.total() + options.reserve_bytes + pool_bytes;
+  options.budget_bytes = input.weights_bytes() +
+                         std::max(ws.total(), options.workspace_floor_bytes) +
+                         options.reserve_bytes + options.graph_bytes + pool_bytes;
   return ComputeLedger(input, options);
 }
 

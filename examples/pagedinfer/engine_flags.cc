@@ -28,6 +28,9 @@ void EngineFlags::Register(Args& a) {
   a.Add("--reserve", &reserve, "runtime reserve line of the memory ledger");
   a.Add("-t,--threads", &threads, "CPU threads (0: all)");
   a.AddSwitch("--no-prefix-caching", &no_prefix_caching, "do not reuse cached prompt blocks");
+  a.AddSwitch("--enforce-eager", &enforce_eager,
+              "cuda: run every step eagerly, without capturing CUDA graphs for decode steps "
+              "(accepted and without effect on cpu)");
   a.Add("--device", &device,
         "where the model runs: cuda, cpu, or auto (cuda when built with it and a GPU is present)");
 }
@@ -88,6 +91,7 @@ absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {
   c.memory_utilization = memory_utilization;
   c.threads = threads;
   c.prefix_caching = !no_prefix_caching;
+  c.enforce_eager = enforce_eager;
   return c;
 }
 

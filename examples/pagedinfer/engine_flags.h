@@ -24,6 +24,7 @@ struct EngineFlags {
   std::string reserve = "64MiB";
   int threads = 0;
   bool no_prefix_caching = false;
+  bool enforce_eager = false;   // cuda: no CUDA graphs for decode steps
   std::string device = "auto";  // auto | cuda | cpu
 
   void Register(Args& args);

@@ -4,18 +4,25 @@
 // skip, saying why, when no CUDA device is present.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_device.h"
 #include "cuda/device_matmul.h"
+#include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 #include "engine/engine.h"
 #include "engine/matmul.h"
+#include "engine/memory_report.h"
+#include "engine/model_config.h"
 #include "engine/ops.h"
+#include "engine/synth.h"
 #include "gtest/gtest.h"
 #include "kvcache/attention.h"
 #include "loaders/quants.h"
@@ -126,6 +133,40 @@ TEST(CudaKernels, RopeMatchesCpuBothPairOrders) {
               cudaSuccess);
     for (int t = 0; t < n; ++t) ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
     ExpectClose(dv.Download(), v, 2e-4, style == RopeStyle::kHalves ? "rope halves" : "rope pairs");
+    // q and k (fewer heads) in one launch.
+    const int kv_heads = 2;
+    auto q = Random(n * heads * hd, 4), k = Random(n * kv_heads * hd, 5);
+    DevBuf<float> dq(q), dk(k);
+    ASSERT_EQ(LaunchRopeQK(dq.get(), heads, dk.get(), kv_heads, n, hd, dp.get(), 10000.0f,
+                           style == RopeStyle::kHalves, nullptr),
+              cudaSuccess);
+    for (int t = 0; t < n; ++t) {
+      ApplyRope(&q[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
+      ApplyRope(&k[t * kv_heads * hd], kv_heads, hd, pos[t], 10000.0f, style);
+    }
+    ExpectClose(dq.Download(), q, 2e-4, "rope q of q+k");
+    ExpectClose(dk.Download(), k, 2e-4, "rope k of q+k");
+  }
+}
+
+TEST(CudaKernels, RopeScalingMatchesCpu) {
+  REQUIRE_CUDA();
+  const int n = 4, heads = 2, hd = 128;
+  const std::vector<int32_t> pos = {0, 9, 700, 5000};
+  // Llama 3.1's per-pair factors and a linear scale, together.
+  const std::vector<float> factors = Llama3RopeFactors(500000.0f, hd, 8, 1, 4, 8192);
+  for (RopeStyle style : {RopeStyle::kAdjacentPairs, RopeStyle::kHalves}) {
+    auto v = Random(n * heads * hd, 6);
+    DevBuf<float> dv(v);
+    DevBuf<int32_t> dp(pos);
+    DevBuf<float> df(factors);
+    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), 500000.0f, style == RopeStyle::kHalves,
+                         nullptr, 0.5f, df.get()),
+              cudaSuccess);
+    for (int t = 0; t < n; ++t) {
+      ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 500000.0f, style, 0.5f, factors.data());
+    }
+    ExpectClose(dv.Download(), v, 2e-4, "rope with scaling");
   }
 }
 
@@ -226,6 +267,220 @@ TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
   cublasDestroy(handle);
 }
 
+// Act-order matrices (GPTQ desc_act, repacked to Q4_1): x is gathered through the matrix's
+// input permutation first, on both paths (1e-4 GEMV, 1e-2 cuBLAS); RunMany does the same.
+TEST(CudaKernels, MatMulAppliesInputPermutation) {
+  REQUIRE_CUDA();
+  cublasHandle_t handle;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const int64_t rows = 48, cols = 256;
+  auto mm = DeviceMatMul::Create(handle, 32, cols, /*permuted_inputs=*/true);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  ThreadPool pool(2);
+  HostMatrix m = MakeMatrix(GgmlType::kQ4_1, rows, cols, 61);
+  m.w.input_perm.resize(cols);
+  for (int64_t k = 0; k < cols; ++k) m.w.input_perm[k] = static_cast<int32_t>(k);
+  std::shuffle(m.w.input_perm.begin(), m.w.input_perm.end(), std::mt19937(5));
+  DevBuf<uint8_t> wb(m.bytes.size());
+  DeviceMatrix dm = ToDevice(m, wb);
+  DevBuf<int32_t> dperm(m.w.input_perm);
+  dm.perm = dperm.get();
+  for (int n : {1, 5, 20}) {
+    const auto x = Random(n * cols, 62 + n);
+    std::vector<float> want(n * rows);
+    MatMul(m.w, x.data(), n, want.data(), pool);
+    DevBuf<float> dx(x), dy(want.size()), dy2(want.size()), dy3(want.size());
+    ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
+    const double tol = n <= kMaxGemvTokens ? 1e-4 : 1e-2;
+    ExpectClose(dy.Download(), want, tol, "permuted matmul n=" + std::to_string(n));
+    const DeviceMatrix* ws[] = {&dm, &dm};
+    float* const ys[] = {dy2.get(), dy3.get()};
+    ASSERT_TRUE((*mm)->RunMany(ws, ys, 2, dx.get(), n, nullptr).ok());
+    ExpectClose(dy3.Download(), want, tol, "permuted RunMany n=" + std::to_string(n));
+  }
+  mm->reset();
+  cublasDestroy(handle);
+}
+
+// ---- the GEMV's lanes on the host (no device needed) ----
+
+// Runs a warp's 32 lanes one after another with the kernel's own lane functions and adds
+// their sums, as the kernel's shuffles do.
+template <typename Lane>
+std::vector<float> HostGemv(const HostMatrix& m, const uint8_t* data, const std::vector<float>& x,
+                            int n, Lane lane_fn) {
+  std::vector<float> y(static_cast<size_t>(n) * m.w.rows);
+  for (int64_t r = 0; r < m.w.rows; ++r) {
+    float total[kMaxGemvTokens] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      float acc[kMaxGemvTokens] = {};
+      lane_fn(data + r * m.w.row_bytes, x.data(), m.w.cols, n, lane, acc);
+      for (int t = 0; t < n; ++t) total[t] += acc[t];
+    }
+    for (int t = 0; t < n; ++t) y[t * m.w.rows + r] = total[t];
+  }
+  return y;
+}
+
+template <int kType, int kUnitBlocks, bool kWords>
+void CheckLegacyLanes(GgmlType t, int64_t cols) {
+  const std::string name = std::string(GgmlTypeInfoOf(t).name) + " cols=" + std::to_string(cols) +
+                           " unit=" + std::to_string(kUnitBlocks) + (kWords ? " words" : " halves");
+  HostMatrix m = MakeMatrix(t, 24, cols, 51);
+  ThreadPool pool(2);
+  for (int n : {1, 3, 16}) {
+    const auto x = Random(n * cols, 60 + n);
+    std::vector<float> want(n * m.w.rows);
+    MatMul(m.w, x.data(), n, want.data(), pool);
+    const auto got =
+        HostGemv(m, m.bytes.data(), x, n,
+                 [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+                    float(&acc)[kMaxGemvTokens]) {
+                   gemv::LegacyLane<kType, kUnitBlocks, kWords>(row, xp, c, nn, lane, 32, acc);
+                 });
+    ExpectClose(got, want, 1e-4, "host lanes " + name + " n=" + std::to_string(n));
+  }
+}
+
+template <int kType>
+void CheckKLanes(GgmlType t) {
+  const std::string name(GgmlTypeInfoOf(t).name);
+  for (int64_t cols : {256, 768, 2816}) {  // 1, 3 and 11 super-blocks per row
+    HostMatrix m = MakeMatrix(t, 12, cols, 52);
+    ThreadPool pool(2);
+    for (int n : {1, 4, 16}) {
+      const auto x = Random(n * cols, 70 + n);
+      std::vector<float> want(n * m.w.rows);
+      MatMul(m.w, x.data(), n, want.data(), pool);
+      const auto got = HostGemv(
+          m, m.bytes.data(), x, n,
+          [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+             float(&acc)[kMaxGemvTokens]) { gemv::KLane<kType>(row, xp, c, nn, lane, 32, acc); });
+      ExpectClose(
+          got, want, 1e-4,
+          "host lanes " + name + " cols=" + std::to_string(cols) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Every vectorised load path of the GEMV, its index math checked against the CPU's MatMul.
+TEST(CudaGemvLanes, EveryLoadPathMatchesCpuOnHost) {
+  // Pairs of 18/22/34-byte blocks (an even number per row) and single blocks (odd or even).
+  CheckLegacyLanes<kWQ4_0, 2, true>(GgmlType::kQ4_0, 512);
+  CheckLegacyLanes<kWQ4_0, 1, false>(GgmlType::kQ4_0, 160);
+  CheckLegacyLanes<kWQ4_0, 1, false>(GgmlType::kQ4_0, 512);
+  CheckLegacyLanes<kWQ5_0, 2, true>(GgmlType::kQ5_0, 512);
+  CheckLegacyLanes<kWQ5_0, 1, false>(GgmlType::kQ5_0, 160);
+  CheckLegacyLanes<kWQ8_0, 2, true>(GgmlType::kQ8_0, 512);
+  CheckLegacyLanes<kWQ8_0, 1, false>(GgmlType::kQ8_0, 160);
+  // 20/24-byte blocks: 4-byte loads, or 2-byte loads when the matrix is not 4-byte aligned.
+  CheckLegacyLanes<kWQ4_1, 1, true>(GgmlType::kQ4_1, 160);
+  CheckLegacyLanes<kWQ4_1, 1, false>(GgmlType::kQ4_1, 160);
+  CheckLegacyLanes<kWQ5_1, 1, true>(GgmlType::kQ5_1, 512);
+  CheckLegacyLanes<kWQ5_1, 1, false>(GgmlType::kQ5_1, 160);
+  CheckKLanes<kWQ4_K>(GgmlType::kQ4_K);
+  CheckKLanes<kWQ5_K>(GgmlType::kQ5_K);
+  CheckKLanes<kWQ6_K>(GgmlType::kQ6_K);
+}
+
+// The GEMV's other load paths, 1e-4 as above: rows of an odd number of 18/22/34-byte blocks
+// (2-byte loads instead of 4-byte loads of block pairs), and matrices starting 2 bytes into
+// their buffer (no 4- or 16-byte loads; Q4_K and Q5_K take the byte-wise kernel).
+TEST(CudaKernels, GemvOtherLayoutsMatchCpu) {
+  REQUIRE_CUDA();
+  ThreadPool pool(2);
+  struct Layout {
+    int64_t cols;
+    size_t offset;
+  };
+  for (GgmlType t : kTypes) {
+    const std::string name(GgmlTypeInfoOf(t).name);
+    if (t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16) continue;
+    const bool k_type = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+    for (const Layout& lay : {Layout{160, 0}, Layout{512, 2}}) {
+      if (k_type && lay.cols % 256 != 0) continue;
+      const int64_t rows = 40;
+      HostMatrix m = MakeMatrix(t, rows, lay.cols, 31);
+      DevBuf<uint8_t> wb(m.bytes.size() + lay.offset);
+      ASSERT_EQ(
+          cudaMemcpy(wb.get() + lay.offset, m.bytes.data(), m.bytes.size(), cudaMemcpyHostToDevice),
+          cudaSuccess);
+      const DeviceMatrix dm{static_cast<int>(t), rows, lay.cols, m.w.row_bytes,
+                            wb.get() + lay.offset};
+      for (int n : {1, 5, 16}) {
+        const auto x = Random(n * lay.cols, 40 + n);
+        std::vector<float> want(n * rows);
+        MatMul(m.w, x.data(), n, want.data(), pool);
+        DevBuf<float> dx(x), dy(want.size());
+        ASSERT_EQ(LaunchGemv(dm, dx.get(), n, dy.get(), rows, nullptr), cudaSuccess);
+        ExpectClose(dy.Download(), want, 1e-4,
+                    "gemv " + name + " cols=" + std::to_string(lay.cols) +
+                        " offset=" + std::to_string(lay.offset) + " n=" + std::to_string(n));
+      }
+    }
+  }
+}
+
+// The fused GEMV launches, 1e-4 as above: Q, K and V in one launch (GQA: K and V have fewer
+// rows), gate/up with SwiGLU, and y += W x (residuals); mixed types are refused (the caller
+// then launches one by one).
+TEST(CudaKernels, FusedGemvLaunchesMatchCpu) {
+  REQUIRE_CUDA();
+  ThreadPool pool(2);
+  const int64_t cols = 512;
+  for (GgmlType t :
+       {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    const std::string name(GgmlTypeInfoOf(t).name);
+    HostMatrix mq = MakeMatrix(t, 64, cols, 81), mk = MakeMatrix(t, 16, cols, 82),
+               mv = MakeMatrix(t, 16, cols, 83);
+    DevBuf<uint8_t> bq(mq.bytes.size()), bk(mk.bytes.size()), bv(mv.bytes.size());
+    const DeviceMatrix dq = ToDevice(mq, bq), dk = ToDevice(mk, bk), dv = ToDevice(mv, bv);
+    for (int n : {1, 7, 16}) {
+      const std::string what = name + " n=" + std::to_string(n);
+      const auto x = Random(n * cols, 90 + n);
+      DevBuf<float> dx(x);
+      // Q, K, V.
+      std::vector<float> wq(n * 64), wk(n * 16), wv(n * 16);
+      MatMul(mq.w, x.data(), n, wq.data(), pool);
+      MatMul(mk.w, x.data(), n, wk.data(), pool);
+      MatMul(mv.w, x.data(), n, wv.data(), pool);
+      DevBuf<float> yq(wq.size()), yk(wk.size()), yv(wv.size());
+      const DeviceMatrix* ws[] = {&dq, &dk, &dv};
+      float* const ys[] = {yq.get(), yk.get(), yv.get()};
+      ASSERT_EQ(LaunchGemvMulti(ws, ys, 3, dx.get(), n, nullptr), cudaSuccess) << what;
+      ExpectClose(yq.Download(), wq, 1e-4, "multi q " + what);
+      ExpectClose(yk.Download(), wk, 1e-4, "multi k " + what);
+      ExpectClose(yv.Download(), wv, 1e-4, "multi v " + what);
+      // SwiGLU of two 16-row matrices (K's and V's as gate and up).
+      std::vector<float> sw = wk;
+      SwiGlu(sw.data(), wv.data(), static_cast<int64_t>(sw.size()));
+      DevBuf<float> ysw(sw.size());
+      ASSERT_EQ(LaunchGemvSwiGlu(dk, dv, dx.get(), n, ysw.get(), nullptr), cudaSuccess) << what;
+      ExpectClose(ysw.Download(), sw, 1e-4, "swiglu " + what);
+      // y += W x.
+      const auto y0 = Random(n * 64, 95 + n);
+      std::vector<float> acc = y0;
+      AddInPlace(acc.data(), wq.data(), static_cast<int64_t>(acc.size()));
+      DevBuf<float> ya(y0);
+      ASSERT_EQ(LaunchGemv(dq, dx.get(), n, ya.get(), 64, nullptr, /*accumulate=*/true),
+                cudaSuccess)
+          << what;
+      ExpectClose(ya.Download(), acc, 1e-4, "accumulate " + what);
+    }
+  }
+  // Different types in one launch: refused, nothing launched.
+  HostMatrix a = MakeMatrix(GgmlType::kQ4_K, 16, cols, 84),
+             b = MakeMatrix(GgmlType::kQ6_K, 16, cols, 85);
+  DevBuf<uint8_t> ba(a.bytes.size()), bb(b.bytes.size());
+  const DeviceMatrix da = ToDevice(a, ba), db = ToDevice(b, bb);
+  DevBuf<float> dx(Random(cols, 99)), y1(16), y2(16);
+  const DeviceMatrix* ws[] = {&da, &db};
+  float* const ys[] = {y1.get(), y2.get()};
+  EXPECT_EQ(LaunchGemvMulti(ws, ys, 2, dx.get(), 1, nullptr), cudaErrorNotSupported);
+  EXPECT_EQ(LaunchGemvSwiGlu(da, db, dx.get(), 1, y1.get(), nullptr), cudaErrorNotSupported);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 // ---- KV: row encoding and paged attention in every KV format ----
 
 struct HostKv {
@@ -276,8 +531,9 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
     ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
     const std::vector<int> positions = {0, 15, 16, 20};
     const int n = static_cast<int>(positions.size());
-    const auto k = Random(n * kv_dim, 10, -3, 3), v = Random(n * kv_dim, 11, -3, 3);
-    std::vector<int64_t> slot(n);
+    // One more token with slot -1 (a CUDA graph's padding row): it must write nothing.
+    const auto k = Random((n + 1) * kv_dim, 10, -3, 3), v = Random((n + 1) * kv_dim, 11, -3, 3);
+    std::vector<int64_t> slot(n + 1, -1);
     const auto table = c.BlockTable(1);
     for (int t = 0; t < n; ++t) {
       slot[t] = static_cast<int64_t>(table[positions[t] / 16]) * c.block_bytes() +
@@ -287,9 +543,9 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
     DevBuf<uint8_t> dpool(pool);  // poisoned: bytes 0xFF
     DevBuf<float> dk(k), dv(v);
     DevBuf<int64_t> ds(slot);
-    ASSERT_EQ(
-        LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n, ds.get(), nullptr),
-        cudaSuccess);
+    ASSERT_EQ(LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n + 1, ds.get(),
+                            nullptr),
+              cudaSuccess);
     const std::vector<uint8_t> got = dpool.Download();
     std::vector<uint8_t> want(pool, 0xFF);
     const uint8_t* host_base = c.Row(0, 0, 0, 0);
@@ -328,7 +584,7 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
     ASSERT_TRUE(c.AddSequence(2).ok());
     ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
     ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
-    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(27, 1)).ok());
+    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(90, 1)).ok());
     ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
     uint32_t seed = 20;
     for (SeqId s : {1, 2}) {
@@ -341,10 +597,10 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
         }
       }
     }
-    // Tokens: sequence 1 positions 30..36 (a prefill chunk), sequence 2 position 19.
+    // Tokens: sequence 1 positions 93..99 (a prefill chunk), sequence 2 position 19.
     std::vector<SeqId> seq;
     std::vector<int32_t> pos;
-    for (int p = 30; p < 37; ++p) seq.push_back(1), pos.push_back(p);
+    for (int p = 93; p < 100; ++p) seq.push_back(1), pos.push_back(p);
     seq.push_back(2), pos.push_back(19);
     const int n = static_cast<int>(seq.size());
     const auto q = Random(n * heads * hd, 99);
@@ -372,6 +628,18 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
                               scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
               cudaSuccess);
     ExpectClose(out.Download(), want, 1e-4, "attention " + name);
+    // Split over the context in kAttnSplitLen pieces (decode steps), merged by a second kernel:
+    // contexts of 94..100 positions in 2 splits (of at most 4, or 2), or in 1 when the given
+    // max context is shorter (the last split takes the rest).
+    for (int max_ctx : {256, 100, 40}) {
+      DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_ctx)), out2(want.size());
+      ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
+                                scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
+                                scratch.get(), max_ctx),
+                cudaSuccess);
+      ExpectClose(out2.Download(), want, 1e-4,
+                  "split attention " + name + " max_ctx " + std::to_string(max_ctx));
+    }
   }
 }
 
@@ -390,18 +658,173 @@ TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
       "the park with her friends and",
       true);
   for (KvDtype d : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0, KvDtype::kFp8E4M3}) {
-    const std::string name(KvDtypeName(d));
-    EngineConfig cfg = pinfer::testing::SmallConfig(d);
-    cfg.max_num_batched_tokens = 64;
-    std::vector<float> cpu_logits, gpu_logits;
-    auto cpu = testing::GreedyTokens(m, cfg, prompt, 48, nullptr, &cpu_logits);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    auto gpu = testing::GreedyTokens(m, cfg, prompt, 48, std::move(*backend), &gpu_logits);
-    ASSERT_TRUE(gpu.ok()) << gpu.status();
-    ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
-    EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;
+    for (bool eager : {false, true}) {
+      const std::string name =
+          std::string(KvDtypeName(d)) + (eager ? ", eager" : ", decode by CUDA graphs");
+      EngineConfig cfg = pinfer::testing::SmallConfig(d);
+      cfg.max_num_batched_tokens = 64;
+      cfg.enforce_eager = eager;
+      std::vector<float> cpu_logits, gpu_logits;
+      auto cpu = testing::GreedyTokens(m, cfg, prompt, 48, nullptr, &cpu_logits);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+      ASSERT_TRUE(backend.ok()) << backend.status();
+      auto gpu = testing::GreedyTokens(m, cfg, prompt, 48, std::move(*backend), &gpu_logits);
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      ExpectClose(gpu_logits, cpu_logits, 2e-2, "prompt logits, KV " + name);
+      EXPECT_EQ(m.tokenizer().Decode(*gpu), m.tokenizer().Decode(*cpu)) << "KV " << name;
+    }
+  }
+}
+
+// The synthetic "tiny" shape (GQA 8/4 heads, dims multiples of 256) in block types, so that
+// the whole pipeline runs the quantized kernels (fused GEMVs, cuBLAS on dequantized tiles).
+// First-token logits against the CPU: a one-token prompt (GEMV path, float32 throughout):
+// 1e-3; a 40-token prompt (cuBLAS on half inputs): 3e-2. Decode by graphs and eager agree.
+TEST(CudaBackendEndToEnd, SyntheticQuantizedModelsMatchCpu) {
+  REQUIRE_CUDA();
+  for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M"}) {
+    const std::string path = testing::TempDir(std::string("cuda-tiny-") + type) + "/tiny.gguf";
+    ASSERT_TRUE(WriteSynthModel("tiny", type, path, SynthOptions{3, 2}).ok()) << type;
+    auto model = Model::Load(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const Model& m = **model;
+    std::vector<int32_t> long_prompt;
+    for (int i = 0; i < 40; ++i) long_prompt.push_back(1 + (i * 37) % 500);
+    for (const auto& [prompt, tol] :
+         {std::pair{std::vector<int32_t>{1}, 1e-3}, std::pair{long_prompt, 3e-2}}) {
+      for (KvDtype d : {KvDtype::kF16, KvDtype::kQ4_0}) {
+        const std::string name = std::string(type) + ", KV " + std::string(KvDtypeName(d)) +
+                                 ", prompt of " + std::to_string(prompt.size());
+        EngineConfig cfg = pinfer::testing::SmallConfig(d);
+        cfg.max_num_batched_tokens = 64;
+        std::vector<float> cpu_logits, gpu_logits, eager_logits;
+        auto cpu = testing::GreedyTokens(m, cfg, prompt, 8, nullptr, &cpu_logits);
+        ASSERT_TRUE(cpu.ok()) << name << ": " << cpu.status();
+        auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+        ASSERT_TRUE(backend.ok()) << backend.status();
+        auto gpu = testing::GreedyTokens(m, cfg, prompt, 8, std::move(*backend), &gpu_logits);
+        ASSERT_TRUE(gpu.ok()) << name << ": " << gpu.status();
+        ExpectClose(gpu_logits, cpu_logits, tol, "first-token logits, " + name);
+        cfg.enforce_eager = true;
+        auto backend2 = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+        ASSERT_TRUE(backend2.ok()) << backend2.status();
+        auto eager = testing::GreedyTokens(m, cfg, prompt, 8, std::move(*backend2), &eager_logits);
+        ASSERT_TRUE(eager.ok()) << name << ": " << eager.status();
+        EXPECT_EQ(*eager, *gpu) << name << ": eager and graph decode chose different tokens";
+      }
+    }
+  }
+}
+
+// ---- CUDA graphs ----
+
+TEST(CudaGraphs, PaddedSizes) {  // no device needed
+  using V = std::vector<int>;
+  EXPECT_EQ(CudaBackend::GraphSizesFor(1, 512), V({1}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(3, 512), V({1, 2, 3}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(8, 512), V({1, 2, 4, 8}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(40, 512), V({1, 2, 4, 8, 16, 32, 40}));
+  EXPECT_EQ(CudaBackend::GraphSizesFor(64, 48), V({1, 2, 4, 8, 16, 32, 48}));
+}
+
+struct RunResult {
+  std::map<std::pair<int64_t, int>, std::vector<float>> logits;  // every sampled row, in order
+  std::vector<int> graph_sizes;
+  int64_t replays = 0;
+  uint64_t graph_ledger = 0;
+  bool report_has_graph_line = false;
+};
+
+// Requests of different lengths at once, so that decode steps shrink through several sizes.
+absl::StatusOr<RunResult> RunRequests(const Model& m, EngineConfig cfg, int requests) {
+  auto backend = MakeCudaBackend(m, cfg.max_num_batched_tokens);
+  if (!backend.ok()) return backend.status();
+  auto e = Engine::Create(m, cfg, std::move(*backend), /*quiet=*/true);
+  if (!e.ok()) return e.status();
+  RunResult r;
+  (*e)->SetLogitsObserver([&r](int64_t rid, int index, const float* l, int n) {
+    auto& v = r.logits[{rid, index}];
+    v.insert(v.end(), l, l + n);
+  });
+  const char* texts[] = {"Once upon a time", "The cat sat", "Lily and Ben went to the park",
+                         "One day", "A big red ball"};
+  for (int i = 0; i < requests; ++i) {
+    GenerationRequest req;
+    req.prompt = m.tokenizer().Encode(texts[i % 5], true);
+    req.prompt.push_back(1 + i % 7);  // distinct prompts
+    req.params.temperature = 0;
+    req.params.max_tokens = 3 + (5 * i) % 17;
+    req.params.ignore_eos = true;
+    auto rid = (*e)->AddRequest(req);
+    if (!rid.ok()) return rid.status();
+  }
+  while ((*e)->HasWork()) {
+    auto step = (*e)->Step();
+    if (!step.ok()) return step.status();
+  }
+  const auto& cb = dynamic_cast<const CudaBackend&>((*e)->backend());
+  r.graph_sizes = cb.graph_sizes();
+  r.replays = cb.graph_replays();
+  r.graph_ledger = (*e)->ledger().graph_bytes;
+  const MemoryReport report = (*e)->memory_report();  // a copy: keep it alive while reading
+  for (const StageRecord& st : report.stages()) {
+    for (const LineUsage& l : st.lines) r.report_has_graph_line |= l.line == kLineGraphs;
+  }
+  return r;
+}
+
+// Up to 16 tokens a step, graph replay and eager steps run the same kernels on the same rows
+// (padding rows never mix with real ones): logits must be bit-identical, step after step.
+// Above 16 (cuBLAS, whose kernels may differ with the padded width): 1e-4 relative.
+TEST(CudaGraphs, ReplayMatchesEagerLogits) {
+  REQUIRE_CUDA();
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  struct Case {
+    int max_num_seqs, requests;
+    bool exact;
+  };
+  for (const Case& k : {Case{8, 6, true}, Case{24, 20, false}}) {
+    for (KvDtype d : {KvDtype::kF16, KvDtype::kQ8_0}) {
+      const std::string name = std::string(KvDtypeName(d)) + ", " + std::to_string(k.requests) +
+                               " requests, max_num_seqs " + std::to_string(k.max_num_seqs);
+      EngineConfig cfg = pinfer::testing::SmallConfig(d);
+      cfg.max_num_seqs = k.max_num_seqs;
+      cfg.max_num_batched_tokens = 128;
+      cfg.kv_cache_memory = 16ull << 20;
+      auto graphs = RunRequests(**model, cfg, k.requests);
+      ASSERT_TRUE(graphs.ok()) << name << ": " << graphs.status();
+      cfg.enforce_eager = true;
+      auto eager = RunRequests(**model, cfg, k.requests);
+      ASSERT_TRUE(eager.ok()) << name << ": " << eager.status();
+      EXPECT_EQ(graphs->graph_sizes, CudaBackend::GraphSizesFor(k.max_num_seqs, 128)) << name;
+      EXPECT_GT(graphs->replays, 0) << name << ": no step replayed a graph";
+      EXPECT_GT(graphs->graph_ledger, 0u) << name;
+      EXPECT_TRUE(graphs->report_has_graph_line) << name << ": no 'cuda graphs' report line";
+      EXPECT_TRUE(eager->graph_sizes.empty()) << name;
+      EXPECT_EQ(eager->replays, 0) << name;
+      EXPECT_EQ(eager->graph_ledger, 0u) << name;
+      EXPECT_FALSE(eager->report_has_graph_line) << name;
+      ASSERT_EQ(graphs->logits.size(), eager->logits.size()) << name;
+      for (const auto& [key, want] : eager->logits) {
+        const std::vector<float>& got = graphs->logits[key];
+        const std::string what = name + ", request " + std::to_string(key.first);
+        ASSERT_EQ(got.size(), want.size()) << what;
+        if (k.exact) {
+          size_t first_diff = got.size();
+          for (size_t i = 0; i < got.size() && first_diff == got.size(); ++i) {
+            if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) first_diff = i;
+          }
+          EXPECT_EQ(first_diff, got.size())
+              << what << ": logits differ first at value " << first_diff << " (step "
+              << first_diff / static_cast<size_t>((*model)->config().n_vocab) << ")";
+        } else {
+          ExpectClose(got, want, 1e-4, what);
+        }
+      }
+    }
   }
 }
 
