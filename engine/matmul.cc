@@ -1,6 +1,7 @@
 #include "engine/matmul.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "loaders/quants.h"
@@ -10,10 +11,13 @@ namespace pinfer {
 namespace {
 constexpr int64_t kTileRows = 16;  // weight rows decoded together while the batch passes over
 
-// Grows a thread's scratch to n floats.
+// A thread's scratch grown to n floats, 64-byte aligned so that the 8-float pieces of the dot
+// layouts never straddle a cache line.
 float* Scratch(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
+  constexpr size_t kAlign = 64 / sizeof(float);
+  if (v.size() < n + kAlign) v.resize(n + kAlign);
+  const size_t misaligned = reinterpret_cast<uintptr_t>(v.data()) % 64 / sizeof(float);
+  return v.data() + (misaligned == 0 ? 0 : kAlign - misaligned);
 }
 
 // The inputs in the stored matrix's column order: x'[t][k] = x[t][perm[k]]. Gathered once per

@@ -89,7 +89,7 @@ static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 
 // src: one row of type t holding n values -> dst[n] floats. The AVX2 and the scalar kernels give
 // the same floats (d * q is exact in float for every format; a min or offset is subtracted with
-// one rounding).
+// one rounding), except that a zero Q4_0 weight may be +0 in one and -0 in the other.
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
 
 // src[n] floats -> one row of type t (round-to-nearest reference quantizers, as llama.cpp's

@@ -1,7 +1,7 @@
 // AVX2 row dequantization: the decoders of quants_decode.h with their groups stored. The
-// scalar kernels in quants_legacy.cc / quants_k.cc give the same floats: d * q is exact in
-// float for every format, so the fused multiply-subtract here and the scalar multiply then
-// subtract round once, at the same place.
+// scalar kernels in quants_legacy.cc / quants_k.cc give the same floats (up to the sign of a
+// zero Q4_0 weight): d * q is exact in float for every format, so the fused multiply-subtract
+// here and the scalar multiply then subtract round once, at the same place.
 #include "loaders/fp16.h"
 #include "loaders/quants_internal.h"
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "loaders/fp16.h"
 #include "loaders/quants_internal.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -101,25 +102,46 @@ void ToDotLayout(const float* src, float* dst, int64_t n) {
   out.Tail(src);
 }
 
-void DequantizeRowDotLayout(GgmlType t, const void* row, float* dst, int64_t n) {
+namespace {
+
+// The dot layout of a plain-type row: load8(i) gives values i..i+7 as floats, load1(i) value i.
+template <typename Load8, typename Load1>
+void PlainDotLayout(Load8 load8, Load1 load1, float* dst, int64_t n) {
   const DotLayout layout(n);
   LayoutWriter out(layout, dst);
-  if (quants::simd::DecodeBlocks(t, row, n, out)) return;
-  const GgmlTypeInfo& info = GgmlTypeInfoOf(t);
-  if (!info.supported || info.block_size != 1) {  // documented: zeros
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) out(load8(i), load8(i + 8), load8(i + 16), load8(i + 24));
+  float tail[32];
+  for (int64_t k = i; k < n; ++k) tail[k - i] = load1(k);
+  out.Tail(tail);
+}
+
+}  // namespace
+
+void DequantizeRowDotLayout(GgmlType t, const void* row, float* dst, int64_t n) {
+  if (t == GgmlType::kF32) return ToDotLayout(static_cast<const float*>(row), dst, n);
+  if (t == GgmlType::kF16) {
+    const auto* h = static_cast<const uint16_t*>(row);
+    return PlainDotLayout(
+        [h](int64_t i) {
+          return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i)));
+        },
+        [h](int64_t i) { return Fp16ToFp32(h[i]); }, dst, n);
+  }
+  if (t == GgmlType::kBF16) {
+    const auto* h = static_cast<const uint16_t*>(row);
+    return PlainDotLayout(
+        [h](int64_t i) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+          return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+        },
+        [h](int64_t i) { return Bf16ToFp32(h[i]); }, dst, n);
+  }
+  const DotLayout layout(n);
+  LayoutWriter out(layout, dst);
+  if (!quants::simd::DecodeBlocks(t, row, n, out)) {  // unsupported: documented zeros
     std::fill(dst, dst + n, 0.0f);
-    return;
   }
-  // Plain types convert exactly, 32 values at a time.
-  const auto* bytes = static_cast<const uint8_t*>(row);
-  float buf[32];
-  for (int64_t g = 0; g < layout.groups; ++g) {
-    DequantizeRow(t, bytes + GgmlRowBytes(t, 32 * g), buf, 32);
-    out(_mm256_loadu_ps(buf), _mm256_loadu_ps(buf + 8), _mm256_loadu_ps(buf + 16),
-        _mm256_loadu_ps(buf + 24));
-  }
-  DequantizeRow(t, bytes + GgmlRowBytes(t, 32 * layout.groups), buf, n % 32);
-  out.Tail(buf);
 }
 
 void DotF32Tile(const float* a, int64_t a_stride, int na, const float* b, int64_t b_stride, int nb,
