@@ -1,7 +1,7 @@
 // MatMul (engine/matmul.h) of a 4096 x 4096 weight matrix in its storage type against 1 token
-// (decode: a mat-vec bound by weight bytes) and 16 tokens (a small batch reusing each weight
-// tile), on all hardware threads. Bytes processed are weight bytes, so the rate reads as GB/s
-// of weights streamed; items are multiply-adds.
+// (decode: a mat-vec bound by weight bytes) and 4, 16 and 64 tokens (batches that decode each
+// weight row once for all their tokens), on all hardware threads. Bytes processed are weight
+// bytes, so the rate reads as GB/s of weights streamed; items are multiply-adds.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -79,13 +79,16 @@ void BM_MatMul(benchmark::State& state, GgmlType t) {
 #define PINFER_MATMUL_BENCH(T)                    \
   BENCHMARK_CAPTURE(BM_MatMul, T, GgmlType::k##T) \
       ->Arg(1)                                    \
+      ->Arg(4)                                    \
       ->Arg(16)                                   \
+      ->Arg(64)                                   \
       ->Unit(benchmark::kMillisecond)             \
       ->UseRealTime()
 
 PINFER_MATMUL_BENCH(Q4_0);
 PINFER_MATMUL_BENCH(Q4_K);
 PINFER_MATMUL_BENCH(Q8_0);
+PINFER_MATMUL_BENCH(Q6_K);
 PINFER_MATMUL_BENCH(F16);
 
 }  // namespace

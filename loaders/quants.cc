@@ -107,24 +107,8 @@ float DotRow(GgmlType t, const void* row, const float* x, int64_t n) {
       return DotF16(static_cast<const uint16_t*>(row), x, n);
     case GgmlType::kBF16:
       return DotBF16(static_cast<const uint16_t*>(row), x, n);
-    case GgmlType::kQ4_0:
-      return DotQ4_0(As<BlockQ4_0>(row), x, n / kQK4_0);
-    case GgmlType::kQ4_1:
-      return DotQ4_1(As<BlockQ4_1>(row), x, n / kQK4_1);
-    case GgmlType::kQ8_0:
-      return DotQ8_0(As<BlockQ8_0>(row), x, n / kQK8_0);
-    case GgmlType::kQ4_K:
-      return DotQ4_K(As<BlockQ4_K>(row), x, n / kQK_K);
-    case GgmlType::kQ5_K:
-      return DotQ5_K(As<BlockQ5_K>(row), x, n / kQK_K);
-    case GgmlType::kQ6_K:
-      return DotQ6_K(As<BlockQ6_K>(row), x, n / kQK_K);
-    case GgmlType::kQ5_0:
-      return DotQ5_0(As<BlockQ5_0>(row), x, n / kQK5_0);
-    case GgmlType::kQ5_1:
-      return DotQ5_1(As<BlockQ5_1>(row), x, n / kQK5_1);
-    default:  // unsupported storage type: documented to return 0
-      return 0.0f;
+    default:  // block formats; an unsupported storage type is documented to give 0
+      return DotBlocks(t, row, x, n);
   }
 }
 

@@ -33,8 +33,8 @@ void DequantQ4_K(const BlockQ4_K* b, float* y, int64_t nb);
 void DequantQ5_K(const BlockQ5_K* b, float* y, int64_t nb);
 void DequantQ6_K(const BlockQ6_K* b, float* y, int64_t nb);
 
-// Vectorized dequantization of a row of type t with the same results as the scalar
-// kernels; false (nothing written) where this build has no fast path for t.
+// Vectorized dequantization of a row of type t with the same floats as the scalar kernels;
+// false (nothing written) where this build has no fast path for t.
 bool DequantizeFast(GgmlType t, const void* src, float* dst, int64_t n);
 
 // Reference round-to-nearest quantization of nb blocks.
@@ -47,16 +47,10 @@ void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb);
 void QuantQ5_K(const float* x, BlockQ5_K* b, int64_t nb);
 void QuantQ6_K(const float* x, BlockQ6_K* b, int64_t nb);
 
-// Fused dot products of nb blocks against x (AVX2 + FMA where built for it).
+// DotRow of the formats other than F32 (whose DotRow is DotF32): DotF32 of the dequantized
+// row, bit for bit. DotBlocks takes the quantized block formats and returns 0 for the others.
 float DotF16(const uint16_t* w, const float* x, int64_t n);
 float DotBF16(const uint16_t* w, const float* x, int64_t n);
-float DotQ4_0(const BlockQ4_0* b, const float* x, int64_t nb);
-float DotQ4_1(const BlockQ4_1* b, const float* x, int64_t nb);
-float DotQ5_0(const BlockQ5_0* b, const float* x, int64_t nb);
-float DotQ5_1(const BlockQ5_1* b, const float* x, int64_t nb);
-float DotQ8_0(const BlockQ8_0* b, const float* x, int64_t nb);
-float DotQ4_K(const BlockQ4_K* b, const float* x, int64_t nb);
-float DotQ5_K(const BlockQ5_K* b, const float* x, int64_t nb);
-float DotQ6_K(const BlockQ6_K* b, const float* x, int64_t nb);
+float DotBlocks(GgmlType t, const void* row, const float* x, int64_t n);
 
 }  // namespace pinfer::quants

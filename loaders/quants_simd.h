@@ -1,4 +1,4 @@
-// AVX2 building blocks shared by the fused dot products and the fast dequantizers
+// AVX2 building blocks of the block decoders and the dot products
 // (internal to loaders/; include only where __AVX2__, __FMA__ and __F16C__ are defined).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "loaders/quants.h"
+#include "loaders/quants_internal.h"
 
 namespace pinfer::quants::simd {
 
@@ -24,35 +24,9 @@ inline __m256 I8Hi(__m128i v) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
 }
 
-// acc + sum over 16 values of the signed bytes of q times x[0..16).
-inline __m256 Dot16(__m128i q, const float* x, __m256 acc) {
-  acc = _mm256_fmadd_ps(I8Lo(q), _mm256_loadu_ps(x), acc);
-  return _mm256_fmadd_ps(I8Hi(q), _mm256_loadu_ps(x + 8), acc);
-}
-
-// Sum over 32 values of the signed bytes of q times x[0..32), as 8 partial sums.
-inline __m256 Dot32(__m256i q, const float* x) {
-  __m256 acc = _mm256_mul_ps(I8Lo(_mm256_castsi256_si128(q)), _mm256_loadu_ps(x));
-  acc = _mm256_fmadd_ps(I8Hi(_mm256_castsi256_si128(q)), _mm256_loadu_ps(x + 8), acc);
-  return Dot16(_mm256_extracti128_si256(q, 1), x + 16, acc);
-}
-
-inline __m256 Sum32(const float* x) {
-  const __m256 a = _mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8));
-  const __m256 b = _mm256_add_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(x + 24));
-  return _mm256_add_ps(a, b);
-}
-
-// y[0..16) = d * q (signed bytes) - o.
-inline void Store16(__m128i q, __m256 d, __m256 o, float* y) {
-  _mm256_storeu_ps(y, _mm256_fmsub_ps(d, I8Lo(q), o));
-  _mm256_storeu_ps(y + 8, _mm256_fmsub_ps(d, I8Hi(q), o));
-}
-
-// y[0..32) = d * q (signed bytes) - o.
-inline void Store32(__m256i q, __m256 d, __m256 o, float* y) {
-  Store16(_mm256_castsi256_si128(q), d, o, y);
-  Store16(_mm256_extracti128_si256(q, 1), d, o, y + 16);
+// DotF32's reduction of its four accumulators to the sum before the scalar tail.
+inline float FinishDot(__m256 s0, __m256 s1, __m256 s2, __m256 s3) {
+  return HorizontalSum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
 // 16 packed nibble bytes -> 32 bytes: low nibbles in lanes 0..15, high nibbles in 16..31

@@ -1,6 +1,9 @@
 // The vector kernels against the scalar ones on arbitrary block bytes: every code, every
 // 6-bit scale/min pattern and every high-bit combination the random bytes reach must
-// dequantize as the scalar reference does, and DotRow must match the double-precision dot.
+// dequantize exactly as the scalar reference does, and DotRow must match the double-precision
+// dot. Then the exact contract of loaders/quants.h: DotRow == DotF32(DequantizeRow) and
+// DotF32Tile over dot layouts == DotF32, bit for bit, for every type.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -46,9 +49,9 @@ void Check(GgmlType t, int block_values, std::vector<size_t> fp16_offsets,
     scalar(blocks.data(), want.data(), nb);
     DequantizeRow(t, blocks.data(), got.data(), n);
     for (int64_t i = 0; i < n; ++i) {
-      // One rounding apart at most (a fused multiply-add against a multiply then add).
-      ASSERT_NEAR(got[i], want[i], 4e-7 * (std::fabs(want[i]) + 1e-3))
-          << GgmlTypeInfoOf(t).name << " value " << i;
+      // Bit for bit: d * q is exact, so a fused multiply-subtract and a multiply then subtract
+      // round at the same place.
+      ASSERT_EQ(got[i], want[i]) << GgmlTypeInfoOf(t).name << " value " << i;
     }
     std::mt19937 rng(3);
     std::normal_distribution<float> gauss(0.0f, 1.0f);
@@ -95,6 +98,153 @@ TEST(QuantsKernels, F16AndBf16VectorPathsMatchScalarConversions) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], Fp16ToFp32(h[i]));
     DequantizeRow(GgmlType::kBF16, h.data(), got.data(), n);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], Bf16ToFp32(h[i]));
+  }
+}
+
+// A row of type t with n values from random bytes: every fp16 scale/min a finite value of
+// moderate size, half and bfloat16 values finite, F32 values Gaussian.
+std::vector<uint8_t> RandomRow(GgmlType t, int64_t n, uint32_t seed) {
+  std::vector<uint8_t> row(GgmlRowBytes(t, n));
+  std::mt19937 rng(seed);
+  auto fill = [&](auto blocks) { std::memcpy(row.data(), blocks.data(), row.size()); };
+  using namespace quants;
+  const int64_t bs = GgmlTypeInfoOf(t).block_size;
+  switch (t) {
+    case GgmlType::kQ4_0:
+      fill(RandomBlocks<BlockQ4_0>(n / bs, seed, {offsetof(BlockQ4_0, d)}));
+      break;
+    case GgmlType::kQ4_1:
+      fill(RandomBlocks<BlockQ4_1>(n / bs, seed, {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)}));
+      break;
+    case GgmlType::kQ5_0:
+      fill(RandomBlocks<BlockQ5_0>(n / bs, seed, {offsetof(BlockQ5_0, d)}));
+      break;
+    case GgmlType::kQ5_1:
+      fill(RandomBlocks<BlockQ5_1>(n / bs, seed, {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)}));
+      break;
+    case GgmlType::kQ8_0:
+      fill(RandomBlocks<BlockQ8_0>(n / bs, seed, {offsetof(BlockQ8_0, d)}));
+      break;
+    case GgmlType::kQ4_K:
+      fill(RandomBlocks<BlockQ4_K>(n / bs, seed,
+                                   {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)}));
+      break;
+    case GgmlType::kQ5_K:
+      fill(RandomBlocks<BlockQ5_K>(n / bs, seed,
+                                   {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)}));
+      break;
+    case GgmlType::kQ6_K:
+      fill(RandomBlocks<BlockQ6_K>(n / bs, seed, {offsetof(BlockQ6_K, d)}));
+      break;
+    case GgmlType::kF16:
+    case GgmlType::kBF16: {
+      std::uniform_real_distribution<float> v(-2.0f, 2.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        const float f = v(rng);
+        const uint16_t h = t == GgmlType::kF16 ? Fp32ToFp16(f) : Fp32ToBf16(f);
+        std::memcpy(row.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    case GgmlType::kF32: {
+      std::normal_distribution<float> v(0.0f, 1.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        const float f = v(rng);
+        std::memcpy(row.data() + 4 * i, &f, 4);
+      }
+      break;
+    }
+    default:
+      ADD_FAILURE() << "no random rows for " << GgmlTypeInfoOf(t).name;
+  }
+  return row;
+}
+
+std::vector<float> Gaussian(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = gauss(rng);
+  return x;
+}
+
+constexpr GgmlType kExactTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                                    GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ4_K,
+                                    GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kF16,
+                                    GgmlType::kBF16, GgmlType::kF32};
+
+// Row lengths: 1, 3 and 16 blocks, and for the plain types lengths with a partial 32-value
+// group and single values at the end.
+std::vector<int64_t> Lengths(GgmlType t) {
+  const int64_t bs = GgmlTypeInfoOf(t).block_size;
+  if (bs > 1) return {bs, 3 * bs, 16 * bs};
+  return {1, 7, 8, 24, 31, 32, 45, 256, 4096 + 13};
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+TEST(QuantsKernels, DotRowIsDotF32OfTheDequantizedRowBitForBit) {
+  for (GgmlType t : kExactTypes) {
+    for (int64_t n : Lengths(t)) {
+      for (uint32_t seed = 1; seed <= 4; ++seed) {
+        const std::vector<uint8_t> row = RandomRow(t, n, seed * 7 + static_cast<uint32_t>(n));
+        const std::vector<float> x = Gaussian(n, seed);
+        std::vector<float> deq(n);
+        DequantizeRow(t, row.data(), deq.data(), n);
+        const float fused = DotRow(t, row.data(), x.data(), n);
+        const float plain = DotF32(deq.data(), x.data(), n);
+        ASSERT_TRUE(SameBits(fused, plain)) << GgmlTypeInfoOf(t).name << " n=" << n << " seed "
+                                            << seed << ": DotRow " << fused << " DotF32 " << plain;
+        ASSERT_NE(fused, 0.0f);
+      }
+    }
+  }
+}
+
+TEST(QuantsKernels, DotLayoutsHoldTheDequantizedRow) {
+  for (GgmlType t : kExactTypes) {
+    for (int64_t n : Lengths(t)) {
+      const std::vector<uint8_t> row = RandomRow(t, n, 3 + static_cast<uint32_t>(n));
+      std::vector<float> deq(n), want(n), got(n, -1.0f);
+      DequantizeRow(t, row.data(), deq.data(), n);
+      ToDotLayout(deq.data(), want.data(), n);
+      DequantizeRowDotLayout(t, row.data(), got.data(), n);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), n * sizeof(float)), 0)
+          << GgmlTypeInfoOf(t).name << " n=" << n;
+      std::vector<float> sorted_deq = deq, sorted_layout = got;  // a permutation of the row
+      std::sort(sorted_deq.begin(), sorted_deq.end());
+      std::sort(sorted_layout.begin(), sorted_layout.end());
+      ASSERT_EQ(sorted_deq, sorted_layout) << GgmlTypeInfoOf(t).name << " n=" << n;
+    }
+  }
+}
+
+TEST(QuantsKernels, DotF32TileIsDotRowBitForBit) {
+  for (GgmlType t : kExactTypes) {
+    for (int64_t n : Lengths(t)) {
+      for (int na : {1, 2, 5, 16, 19}) {
+        for (int nb : {1, 3, 4, 6, 9}) {
+          std::vector<std::vector<uint8_t>> rows;
+          std::vector<float> a(na * n), b(nb * n), out(static_cast<size_t>(nb * (na + 1)), 0.0f);
+          for (int i = 0; i < na; ++i) {
+            rows.push_back(RandomRow(t, n, 100 * i + static_cast<uint32_t>(n + na)));
+            DequantizeRowDotLayout(t, rows.back().data(), a.data() + i * n, n);
+          }
+          const std::vector<float> x = Gaussian(nb * n, 9 + nb);
+          for (int j = 0; j < nb; ++j) ToDotLayout(x.data() + j * n, b.data() + j * n, n);
+          DotF32Tile(a.data(), n, na, b.data(), n, nb, n, out.data(), na + 1);
+          for (int j = 0; j < nb; ++j) {
+            for (int i = 0; i < na; ++i) {
+              const float want = DotRow(t, rows[i].data(), x.data() + j * n, n);
+              ASSERT_TRUE(SameBits(out[j * (na + 1) + i], want))
+                  << GgmlTypeInfoOf(t).name << " n=" << n << " row " << i << "/" << na << " vector "
+                  << j << "/" << nb << ": " << out[j * (na + 1) + i] << " vs " << want;
+            }
+            ASSERT_EQ(out[j * (na + 1) + na], 0.0f) << "wrote past the row count";
+          }
+        }
+      }
+    }
   }
 }
 
