@@ -19,8 +19,14 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
                                            const std::vector<WorkloadRequest>& requests,
-                                           uint64_t seed) {
-  auto engine = Engine::Create(model, config, nullptr, /*quiet=*/true);
+                                           uint64_t seed, const BackendFactory& make_backend) {
+  std::unique_ptr<Backend> backend;
+  if (make_backend) {
+    auto b = make_backend(config);
+    if (!b.ok()) return b.status();
+    backend = std::move(*b);
+  }
+  auto engine = Engine::Create(model, config, std::move(backend), /*quiet=*/true);
   if (!engine.ok()) return engine.status();
   Engine& e = **engine;
   LayoutResult r;
@@ -121,7 +127,8 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
 }
 
 absl::StatusOr<KvBenchResult> CompareKvLayouts(const Model& model, EngineConfig config,
-                                               const WorkloadSpec& spec) {
+                                               const WorkloadSpec& spec,
+                                               const BackendFactory& make_backend) {
   const ModelConfig& mc = model.config();
   if (config.max_model_len <= 0) config.max_model_len = std::min(mc.context_length, 4096);
   auto requests = MakeWorkload(spec, config.max_model_len);
@@ -152,7 +159,7 @@ absl::StatusOr<KvBenchResult> CompareKvLayouts(const Model& model, EngineConfig 
   res.kv_dtype = std::string(KvDtypeName(config.kv_dtype));
   for (KvLayout layout : {KvLayout::kPaged, KvLayout::kContiguous}) {
     config.kv_layout = layout;
-    auto r = RunKvWorkload(model, config, *requests, spec.seed);
+    auto r = RunKvWorkload(model, config, *requests, spec.seed, make_backend);
     if (!r.ok()) return r.status();
     (layout == KvLayout::kPaged ? res.paged : res.contiguous) = std::move(*r);
   }

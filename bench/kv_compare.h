@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,7 +57,8 @@ struct LayoutResult {
 
 struct KvBenchResult {
   WorkloadSpec spec;
-  std::string model;  // path or description
+  std::string model;           // path or description
+  std::string device = "cpu";  // what ran it, as the backend factory's caller describes it
   int requests = 0;
   int64_t prompt_tokens = 0, output_tokens = 0;  // of the workload as drawn
   int max_model_len = 0, block_size = 0, max_num_seqs = 0, max_num_batched_tokens = 0;
@@ -69,13 +72,18 @@ struct KvBenchResult {
 // reaches its drawn length; greedy). The prompts share nothing, so with prefix caching on
 // (config's choice, the default) the only hits are a preempted sequence finding its own
 // blocks still cached when it is re-admitted; the contiguous layout has no prefix cache.
+// make_backend (may be empty: the CPU backend with config.threads) builds a fresh backend
+// for each run.
+using BackendFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Backend>>(const EngineConfig& config)>;
 absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
                                            const std::vector<WorkloadRequest>& requests,
-                                           uint64_t seed);
+                                           uint64_t seed, const BackendFactory& make_backend = {});
 
 // Both layouts. The budget config.kv_cache_memory is first rounded down to whole
 // max_model_len sequences, so both pools reserve the same bytes.
 absl::StatusOr<KvBenchResult> CompareKvLayouts(const Model& model, EngineConfig config,
-                                               const WorkloadSpec& spec);
+                                               const WorkloadSpec& spec,
+                                               const BackendFactory& make_backend = {});
 
 }  // namespace pinfer

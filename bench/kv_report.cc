@@ -44,6 +44,7 @@ std::string Pct(double v) { return absl::StrFormat("%.1f%%", 100.0 * v); }
 std::string KvBenchJson(const KvBenchResult& r) {
   nlohmann::ordered_json w;
   w["model"] = r.model;
+  w["device"] = r.device;
   w["dist"] = std::string(LengthDistName(r.spec.dist));
   w["requests"] = r.requests;
   w["min_len"] = r.spec.min_len;
@@ -71,10 +72,10 @@ std::string KvBenchJson(const KvBenchResult& r) {
 
 std::string KvBenchMarkdown(const KvBenchResult& r) {
   std::string out = absl::StrFormat(
-      "workload: %s\nmodel: %s; KV %s, %s per token; max_model_len %d, block size %d, "
+      "workload: %s\nmodel: %s on %s; KV %s, %s per token; max_model_len %d, block size %d, "
       "max_num_seqs %d, max_num_batched_tokens %d\nKV budget for each layout: %s (%d "
       "max_model_len sequences)\n\n",
-      DescribeWorkload(r.spec), r.model, r.kv_dtype, FormatBytes(r.kv_bytes_per_token),
+      DescribeWorkload(r.spec), r.model, r.device, r.kv_dtype, FormatBytes(r.kv_bytes_per_token),
       r.max_model_len, r.block_size, r.max_num_seqs, r.max_num_batched_tokens,
       FormatBytes(r.kv_cache_memory),
       r.kv_cache_memory / (r.kv_bytes_per_token * static_cast<uint64_t>(r.max_model_len)));

@@ -32,7 +32,7 @@ struct EngineConfig {
   int max_model_len = 0;  // 0: the model's context length, at most 4096
   int max_num_seqs = 16;
   int max_num_batched_tokens = 512;
-  int admission_headroom = 64;  // see SchedulerConfig
+  int admission_headroom = 32;  // see SchedulerConfig
   bool prefix_caching = true;
   uint64_t kv_cache_memory = 0;          // KV pool bytes; 0: from memory_utilization
   double memory_utilization = 0.9;       // of detected memory (available RAM on the CPU)

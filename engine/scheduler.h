@@ -28,7 +28,7 @@ namespace pinfer {
 struct SchedulerConfig {
   int max_num_seqs = 16;
   int max_num_batched_tokens = 512;
-  int admission_headroom = 64;  // tokens of growth per running sequence; 0: none
+  int admission_headroom = 32;  // tokens of growth per running sequence; 0: none
 };
 
 // `count` tokens of `seq` starting at `start` run this step; the KV cache has their slots.

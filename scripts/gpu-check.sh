@@ -2,7 +2,8 @@
 # One command for a GPU machine (offline is fine): configure and build with CUDA, run the GPU
 # tests (CUDA graphs and eager), the kernel benchmarks (GB/s against device-to-device copy)
 # and end-to-end decode of synthetic llama2-7b Q4_0 and Q4_K_M (batch 1 and 16, context 512
-# and 4096, KV f16 and q8_0), then print one summary table and the verdict on the target:
+# and 4096, KV f16 and q8_0), bench-kv paged vs contiguous on the GPU, then print one
+# summary table and the verdict on the target:
 # batch-1 decode of llama2-7b Q4_0 reads >= 70% of the measured copy bandwidth.
 #
 #   scripts/gpu-check.sh                                  # everything (~5-7 min on an H200)
@@ -109,6 +110,22 @@ if timeout 180 "$BUILD/bench/cuda_bench" kernels >"$LOG/kernels.log" 2>&1; then
 else
   tail -20 "$LOG/kernels.log"
   fail "cuda_bench kernels (log: $LOG/kernels.log)"
+fi
+
+# Paged vs contiguous on the GPU: the same workload and budget as scripts/bench_report.sh runs
+# on the CPU; here a decode step costs about the same for 1 or 50 sequences, so the paged
+# cache's fewer steps should show as less wall time.
+if [[ -f "${PAGEDINFER_MODELS:-}/stories260K.gguf" ]]; then
+  step "bench-kv on the GPU (stories260K, 100 requests, 20 MiB f16 KV, max_model_len 4096)"
+  if timeout 150 "$BUILD/pagedinfer" bench-kv -m "$PAGEDINFER_MODELS/stories260K.gguf" --device cuda \
+      --requests 100 --dist uniform --min 100 --max 1024 --seed 1 --max-model-len 4096 \
+      --kv-cache-memory 20971520 --max-num-seqs 256 --max-num-batched-tokens 1024 \
+      >"$LOG/bench-kv.log" 2>&1; then
+    grep -E "^\| (KV utilization, mean over saturated|sequences running|elapsed|output tokens/s|preemptions)" \
+      "$LOG/bench-kv.log"
+  else
+    tail -5 "$LOG/bench-kv.log"; fail "bench-kv --device cuda (log: $LOG/bench-kv.log)"
+  fi
 fi
 
 if [[ -z "${SKIP_E2E:-}" ]]; then

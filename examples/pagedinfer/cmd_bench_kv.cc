@@ -11,6 +11,7 @@
 #include "engine/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/engine_flags.h"
 #include "examples/pagedinfer/synth_cache.h"
 
 namespace pinfer::cli {
@@ -57,6 +58,13 @@ int BenchKvMain(int argc, char** argv) {
         "should be what limits concurrency)");
   a.Add("--max-num-batched-tokens", &c.max_num_batched_tokens, "tokens per step");
   a.Add("-t,--threads", &c.threads, "CPU threads (0: all)");
+  a.Add("--admission-headroom", &c.admission_headroom,
+        "tokens of growth kept free per running sequence when admitting (paged; 0: none)");
+  a.AddSwitch("--enforce-eager", &c.enforce_eager, "cuda: no CUDA graphs for decode steps");
+  std::string device = "cpu";
+  a.Add("--device", &device,
+        "cpu, cuda or auto; on a GPU a decode step costs about the same for 1 or 50 "
+        "sequences, which is where the paged cache's fewer steps finish sooner");
   a.Add("-o,--output", &format, "md or json");
   a.Add("--plot", &plot, "write an SVG of occupancy over steps to this file");
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
@@ -87,9 +95,17 @@ int BenchKvMain(int argc, char** argv) {
     if (!bytes.ok()) return Fail(bytes.status(), 2);
     c.kv_cache_memory = *bytes;
   }
-  auto res = CompareKvLayouts(**model, c, spec);
+  EngineFlags ef;
+  ef.device = device;
+  std::string chosen;
+  // Probe once so a bad --device fails before the workload, and name what runs it.
+  if (auto probe = ef.MakeBackend(**model, c, &chosen); !probe.ok()) return Fail(probe.status(), 2);
+  const Model& m = **model;
+  BackendFactory make = [&](const EngineConfig& config) { return ef.MakeBackend(m, config); };
+  auto res = CompareKvLayouts(m, c, spec, make);
   if (!res.ok()) return Fail(res.status());
   res->model = model_path;
+  res->device = chosen;
   if (!plot.empty()) {
     std::ofstream f(plot, std::ios::binary);
     f << KvBenchSvg(*res);

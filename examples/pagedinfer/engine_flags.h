@@ -18,7 +18,7 @@ struct EngineFlags {
   int max_model_len = 0;
   int max_num_seqs = 16;
   int max_num_batched_tokens = 512;
-  int admission_headroom = 64;
+  int admission_headroom = 32;
   std::string kv_cache_memory;  // bytes, e.g. 2GiB
   double memory_utilization = 0.9;
   std::string reserve = "64MiB";

@@ -14,6 +14,7 @@
 #include "bench/kv_plot.h"
 #include "bench/kv_report.h"
 #include "bench/workload.h"
+#include "engine/cpu_backend.h"
 #include "engine/synth.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -125,6 +126,32 @@ TEST(BenchKv, PagedHoldsMoreAndEveryRequestFinishes) {
   EXPECT_NE(KvBenchMarkdown(*r).find("| | paged | contiguous |"), std::string::npos);
 }
 
+TEST(BenchKv, RunsOnTheBackendItIsGiven) {
+  auto model = Model::Load(TinyModelPath());
+  ASSERT_TRUE(model.ok()) << model.status();
+  const EngineConfig c = SmallBenchConfig(**model);
+  auto plain = CompareKvLayouts(**model, c, SmallSpec());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  int made = 0;
+  BackendFactory make =
+      [&](const EngineConfig& config) -> absl::StatusOr<std::unique_ptr<Backend>> {
+    ++made;
+    return std::unique_ptr<Backend>(
+        new CpuBackend(**model, config.max_num_batched_tokens, config.threads));
+  };
+  auto given = CompareKvLayouts(**model, c, SmallSpec(), make);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(made, 2);  // one fresh backend per layout
+  EXPECT_EQ(given->paged.steps, plain->paged.steps);
+  EXPECT_EQ(given->contiguous.steps, plain->contiguous.steps);
+  BackendFactory broken = [](const EngineConfig&) -> absl::StatusOr<std::unique_ptr<Backend>> {
+    return absl::UnavailableError("no such device");
+  };
+  auto refused = CompareKvLayouts(**model, c, SmallSpec(), broken);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "no such device");
+}
+
 TEST(BenchKv, BudgetTooSmallIsAnError) {
   auto model = Model::Load(TinyModelPath());
   ASSERT_TRUE(model.ok());
@@ -144,7 +171,7 @@ TEST(BenchKvCli, JsonAndPlot) {
   const std::string cmd = std::string(bin) + " bench-kv -m " + TinyModelPath() +
                           " --requests 8 --dist uniform --min 16 --max 48 --seed 3"
                           " --max-model-len 128 --kv-cache-memory 1MiB --max-num-seqs 64"
-                          " --max-num-batched-tokens 256 -t 2 -o json --plot " +
+                          " --max-num-batched-tokens 256 -t 2 --device cpu -o json --plot " +
                           svg_path + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -160,6 +187,7 @@ TEST(BenchKvCli, JsonAndPlot) {
   ExpectLayoutKeys(j["contiguous"]);
   EXPECT_EQ(j["paged"]["finished"], 8);
   EXPECT_EQ(j["contiguous"]["finished"], 8);
+  EXPECT_EQ(j["workload"]["device"].get<std::string>().rfind("cpu", 0), 0u) << j["workload"];
   EXPECT_GT(j["paged"]["kv_utilization_mean"].get<double>(),
             j["contiguous"]["kv_utilization_mean"].get<double>());
   std::ifstream f(svg_path);
