@@ -80,7 +80,7 @@ does not matter for occupancy) against one KV budget, once per layout; the budge
 same bytes at both lengths. The contiguous layout reserves max_model_len slots per sequence,
 as a static cache does; the paged one hands out 16-slot blocks as tokens arrive. It admits
 a request when its first prefill chunk fits and the running sequences keep room for their
-next 64 tokens (--admission-headroom), preempts the newest sequence by recompute when
+next 32 tokens (--admission-headroom), preempts the newest sequence by recompute when
 decoding still runs out of blocks, and with prefix caching (the default) a preempted
 sequence finds its full blocks again unless they were evicted meanwhile (the prompts share
 nothing, so there are no other hits). Utilization is bytes holding stored tokens over bytes
