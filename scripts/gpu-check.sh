@@ -11,6 +11,8 @@
 #   SKIP_E2E=1 scripts/gpu-check.sh                       # no 7B files: build, tests, kernels
 #
 # Environment:
+#   DEPS_DEBS    folder of .deb files from scripts/gpu-deps.sh, unpacked into $BUILD/deps
+#                (default: gpu-deps/ when it exists and DEPS_PREFIX is unset)
 #   DEPS_PREFIX  folder with Debian packages unpacked by `dpkg -x` (its usr/ holds include/,
 #                lib/x86_64-linux-gnu/, share/): found by CMake and pkg-config (PREFIX works too)
 #   CUDA_ARCHS   GPU architectures to compile for (default 90a: H100/H200; "80;89;90a" for all)
@@ -30,6 +32,8 @@ MODELS=${MODELS:-$BUILD/synth-models}
 JOBS=${JOBS:-$(nproc)}
 CUDA_ARCHS=${CUDA_ARCHS:-90a}
 DEPS_PREFIX=${DEPS_PREFIX:-${PREFIX:-}}
+DEPS_DEBS=${DEPS_DEBS:-}
+[[ -z "$DEPS_PREFIX" && -z "$DEPS_DEBS" && -d gpu-deps ]] && DEPS_DEBS=gpu-deps
 LOG=$BUILD/gpu-check-logs
 START=$SECONDS
 failures=()
@@ -44,6 +48,21 @@ save_logs() {
 trap save_logs EXIT
 fail() { failures+=("$1"); echo "FAILED: $1" >&2; }
 
+if [[ -n "$DEPS_DEBS" ]]; then
+  # .deb files from scripts/gpu-deps.sh, unpacked here (dpkg-deb, or ar + tar without it).
+  mkdir -p "$BUILD/deps"
+  DEPS_PREFIX=$(cd "$BUILD/deps" && pwd)
+  for deb in "$DEPS_DEBS"/*.deb; do
+    deb=$(realpath "$deb")
+    if command -v dpkg-deb >/dev/null; then
+      dpkg-deb -x "$deb" "$DEPS_PREFIX"
+    else
+      tmpd=$(mktemp -d) && (cd "$tmpd" && ar x "$deb" && tar -xf data.tar.* -C "$DEPS_PREFIX")
+      rm -rf "$tmpd"
+    fi || { echo "error: cannot unpack $deb"; exit 1; }
+  done
+  echo "unpacked $(ls "$DEPS_DEBS"/*.deb | wc -l) packages from $DEPS_DEBS into $DEPS_PREFIX"
+fi
 if [[ -n "$DEPS_PREFIX" ]]; then
   # Debian -dev packages unpacked with dpkg -x into $DEPS_PREFIX (no package registry offline).
   multi=$DEPS_PREFIX/usr/lib/x86_64-linux-gnu
