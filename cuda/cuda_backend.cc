@@ -265,7 +265,8 @@ absl::Status CudaBackend::AllocateWorkspace() {
   carve_meta(d_meta_, &d_slot_offset_, &d_tokens_, &d_positions_, &d_table_start_, &d_logit_rows_);
   carve_meta(h_meta_, &h_slot_offset_, &h_tokens_, &h_positions_, &h_table_start_, &h_logit_rows_);
   const int64_t max_cols = std::max({c.dim, c.q_dim(), c.n_ff});
-  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols, permuted_inputs_);
+  auto mm = DeviceMatMul::Create(cublas_, max_tokens_, max_cols, permuted_inputs_,
+                                 cublas_workspace_, kCublasWorkspaceBytes);
   if (!mm.ok()) return mm.status();
   matmul_ = std::move(*mm);
   workspace_bytes_ = carve.size() + matmul_->scratch_bytes();

@@ -9,9 +9,13 @@ namespace pinfer::cuda {
 
 absl::StatusOr<std::unique_ptr<DeviceMatMul>> DeviceMatMul::Create(cublasHandle_t handle,
                                                                    int max_tokens, int64_t max_cols,
-                                                                   bool permuted_inputs) {
+                                                                   bool permuted_inputs,
+                                                                   void* cublas_workspace,
+                                                                   size_t cublas_workspace_bytes) {
   std::unique_ptr<DeviceMatMul> m(new DeviceMatMul());
   m->handle_ = handle;
+  m->cublas_workspace_ = cublas_workspace;
+  m->cublas_workspace_bytes_ = cublas_workspace_bytes;
   m->max_tokens_ = max_tokens;
   m->max_cols_ = max_cols;
   m->x_bytes_ = 2ull * static_cast<uint64_t>(std::max(max_tokens, 1)) *
@@ -88,7 +92,18 @@ absl::Status DeviceMatMul::Run(const DeviceMatrix& w, const float* x, int n, flo
                                                    max_tokens_, " x ", max_cols_,
                                                    " this multiplier was sized for"));
   }
-  PINFER_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, s));
+  // Only on a change of stream (so a capture on the handle's stream makes no such call):
+  // cublasSetStream resets the workspace to cuBLAS's default pool, which a CUDA graph capture
+  // must not use (it may allocate), so the backend's own goes back right after.
+  cudaStream_t current = nullptr;
+  PINFER_CUBLAS_RETURN_IF_ERROR(cublasGetStream(handle_, &current));
+  if (current != s) {
+    PINFER_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, s));
+    if (cublas_workspace_ != nullptr) {
+      PINFER_CUBLAS_RETURN_IF_ERROR(
+          cublasSetWorkspace(handle_, cublas_workspace_, cublas_workspace_bytes_));
+    }
+  }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const int k = static_cast<int>(w.cols);
   // Row-major Y[n x rows] is column-major Y^T = W X^T: A = W (row-major = column-major W^T,

@@ -22,9 +22,14 @@ class DeviceMatMul {
  public:
   // max_tokens x max_cols: the largest X it multiplies. The handle is borrowed.
   // permuted_inputs: some matrix has an act-order permutation (a float scratch for x').
+  // cublas_workspace (borrowed, cublas_workspace_bytes): the handle's workspace, set again
+  // after every cublasSetStream (which resets it to cuBLAS's own pool, unusable in a CUDA
+  // graph capture); nullptr: cuBLAS's default pool (eager use only).
   static absl::StatusOr<std::unique_ptr<DeviceMatMul>> Create(cublasHandle_t handle, int max_tokens,
                                                               int64_t max_cols,
-                                                              bool permuted_inputs = false);
+                                                              bool permuted_inputs = false,
+                                                              void* cublas_workspace = nullptr,
+                                                              size_t cublas_workspace_bytes = 0);
   ~DeviceMatMul();
   // x: [n x w.cols] floats, y: [n x w.rows] floats, device memory, on stream s;
   // accumulate: y += X W^T (a residual).
@@ -43,6 +48,8 @@ class DeviceMatMul {
  private:
   DeviceMatMul() = default;
   cublasHandle_t handle_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
   int max_tokens_ = 0;
   int64_t max_cols_ = 0;
   void* x16_ = nullptr;     // X as half or bfloat16

@@ -267,6 +267,58 @@ TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
   cublasDestroy(handle);
 }
 
+// The cuBLAS path of a block type over more rows than one dequantized tile holds (2 tiles, the
+// second partial), accumulating into y (the residual form), eagerly and then captured into a
+// CUDA graph on a stream of its own with a user workspace (as the backend captures it; a
+// cublasSetStream inside Run must not leave cuBLAS on its default pool): 1e-2 relative (half
+// inputs), and the replay within 1e-6 of the eager result (same shapes, same workspace).
+TEST(CudaKernels, MatMulCublasTilesAccumulateAndCapture) {
+  REQUIRE_CUDA();
+  const int64_t cols = 8192;
+  const int64_t rows = static_cast<int64_t>(kWeightTileBytes / (2 * cols)) + 40;
+  const int n = 20;
+  cublasHandle_t handle;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  DevBuf<uint8_t> ws(32u << 20);
+  ASSERT_EQ(cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(handle, ws.get(), 32u << 20), CUBLAS_STATUS_SUCCESS);
+  auto mm = DeviceMatMul::Create(handle, n, cols, false, ws.get(), 32u << 20);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  ThreadPool pool(2);
+  HostMatrix m = MakeMatrix(GgmlType::kQ4_0, rows, cols, 71);
+  DevBuf<uint8_t> wb(m.bytes.size());
+  const DeviceMatrix dm = ToDevice(m, wb);
+  const auto x = Random(n * cols, 72), y0 = Random(n * rows, 73);
+  std::vector<float> want(n * rows);
+  MatMul(m.w, x.data(), n, want.data(), pool);
+  AddInPlace(want.data(), y0.data(), static_cast<int64_t>(want.size()));
+  DevBuf<float> dx(x), dy(y0);
+  ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), stream, /*accumulate=*/true).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const std::vector<float> eager = dy.Download();
+  ExpectClose(eager, want, 1e-2, "cuBLAS tiles + accumulate, eager");
+  dy.Upload(y0);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status captured = (*mm)->Run(dm, dx.get(), n, dy.get(), stream, true);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(captured.ok()) << captured;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const std::vector<float> replay = dy.Download();
+  ExpectClose(replay, eager, 1e-6, "cuBLAS tiles + accumulate, graph replay vs eager");
+  ExpectClose(replay, want, 1e-2, "cuBLAS tiles + accumulate, graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  mm->reset();
+  cublasDestroy(handle);
+  cudaStreamDestroy(stream);
+}
+
 // Act-order matrices (GPTQ desc_act, repacked to Q4_1): x is gathered through the matrix's
 // input permutation first, on both paths (1e-4 GEMV, 1e-2 cuBLAS); RunMany does the same.
 TEST(CudaKernels, MatMulAppliesInputPermutation) {
