@@ -24,7 +24,10 @@ absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(size_t 
                      "; lower --memory-utilization or give --kv-cache-memory"));
   }
   // Zeroed, so that a row read before it is written decodes to zeros, never NaN.
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemset(p, 0, bytes));
+  if (const cudaError_t set = cudaMemset(p, 0, bytes); set != cudaSuccess) {
+    cudaFree(p);  // not leaked: the caller may retry with a smaller pool
+    return CudaError(set, "cudaMemset(KV pool)", __FILE__, __LINE__);
+  }
   return std::unique_ptr<DeviceKvStorage>(
       new DeviceKvStorage(static_cast<uint8_t*>(p), block_bytes, num_blocks));
 }
