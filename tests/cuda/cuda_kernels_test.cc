@@ -348,7 +348,8 @@ TEST(CudaKernels, MatMulAppliesInputPermutation) {
     const DeviceMatrix* ws[] = {&dm, &dm};
     float* const ys[] = {dy2.get(), dy3.get()};
     ASSERT_TRUE((*mm)->RunMany(ws, ys, 2, dx.get(), n, nullptr).ok());
-    ExpectClose(dy3.Download(), want, tol, "permuted RunMany n=" + std::to_string(n));
+    ExpectClose(dy2.Download(), want, tol, "permuted RunMany (first) n=" + std::to_string(n));
+    ExpectClose(dy3.Download(), want, tol, "permuted RunMany (second) n=" + std::to_string(n));
   }
   mm->reset();
   cublasDestroy(handle);
@@ -624,73 +625,76 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
 }
 
 // Two sequences with interleaved (non-contiguous) block tables; a prefill chunk of one and a
-// decode token of the other, GQA 8/2 heads; 1e-4 relative to the largest output.
+// decode token of the other, GQA 8/2 heads, head_dim 64, 96 (not a multiple of the warp) and
+// 256 (the kernel's largest); 1e-4 relative to the largest output.
 TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
   REQUIRE_CUDA();
-  const int layers = 2, heads = 8, kv_heads = 2, hd = 64, kv_dim = kv_heads * hd;
-  for (KvDtype d : kAllKvDtypes) {
-    const std::string name(KvDtypeName(d));
-    HostKv h = MakeHostKv(d, layers, kv_heads, hd);
-    KvCache& c = *h.cache;
-    ASSERT_TRUE(c.AddSequence(1).ok());
-    ASSERT_TRUE(c.AddSequence(2).ok());
-    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
-    ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
-    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(90, 1)).ok());
-    ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
-    uint32_t seed = 20;
-    for (SeqId s : {1, 2}) {
-      for (int p = 0; p < c.num_tokens(s); ++p) {
-        for (int l = 0; l < layers; ++l) {
-          for (int which = 0; which < 2; ++which) {
-            const auto vals = Random(kv_dim, seed++, -2, 2);
-            KvEncodeRow(d, vals.data(), c.TokenRow(s, p, l, which), kv_dim);
+  for (const int hd : {64, 96, 256}) {
+    const int layers = 2, heads = 8, kv_heads = 2, kv_dim = kv_heads * hd;
+    for (KvDtype d : kAllKvDtypes) {
+      const std::string name = std::string(KvDtypeName(d)) + " head_dim " + std::to_string(hd);
+      HostKv h = MakeHostKv(d, layers, kv_heads, hd);
+      KvCache& c = *h.cache;
+      ASSERT_TRUE(c.AddSequence(1).ok());
+      ASSERT_TRUE(c.AddSequence(2).ok());
+      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
+      ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
+      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(90, 1)).ok());
+      ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
+      uint32_t seed = 20;
+      for (SeqId s : {1, 2}) {
+        for (int p = 0; p < c.num_tokens(s); ++p) {
+          for (int l = 0; l < layers; ++l) {
+            for (int which = 0; which < 2; ++which) {
+              const auto vals = Random(kv_dim, seed++, -2, 2);
+              KvEncodeRow(d, vals.data(), c.TokenRow(s, p, l, which), kv_dim);
+            }
           }
         }
       }
-    }
-    // Tokens: sequence 1 positions 93..99 (a prefill chunk), sequence 2 position 19.
-    std::vector<SeqId> seq;
-    std::vector<int32_t> pos;
-    for (int p = 93; p < 100; ++p) seq.push_back(1), pos.push_back(p);
-    seq.push_back(2), pos.push_back(19);
-    const int n = static_cast<int>(seq.size());
-    const auto q = Random(n * heads * hd, 99);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    AttentionShape shape{heads, kv_heads, hd, scale};
-    std::vector<float> want(n * heads * hd);
-    for (int t = 0; t < n; ++t) {
-      std::vector<float> scratch(AttentionScratchFloats(shape, pos[t] + 1));
-      AttendOne(c, seq[t], 1, shape, &q[t * heads * hd], pos[t] + 1, 0, kv_heads,
-                &want[t * heads * hd], scratch.data());
-    }
-    std::vector<int32_t> tables, start;
-    for (SeqId s : {1, 2}) {
-      start.push_back(static_cast<int32_t>(tables.size()));
-      for (int32_t b : c.BlockTable(s)) tables.push_back(b);
-    }
-    std::vector<int32_t> table_start(n);
-    for (int t = 0; t < n; ++t) table_start[t] = start[seq[t] - 1];
-    const size_t pool = c.block_bytes() * c.num_blocks();
-    std::vector<uint8_t> host(c.Row(0, 0, 0, 0), c.Row(0, 0, 0, 0) + pool);
-    DevBuf<uint8_t> dpool(host);
-    DevBuf<float> dq(q), out(want.size());
-    DevBuf<int32_t> dtab(tables), dstart(table_start), dpos(pos);
-    ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
-                              scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
-              cudaSuccess);
-    ExpectClose(out.Download(), want, 1e-4, "attention " + name);
-    // Split over the context in kAttnSplitLen pieces (decode steps), merged by a second kernel:
-    // contexts of 94..100 positions in 2 splits (of at most 4, or 2), or in 1 when the given
-    // max context is shorter (the last split takes the rest).
-    for (int max_ctx : {256, 100, 40}) {
-      DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_ctx)), out2(want.size());
+      // Tokens: sequence 1 positions 93..99 (a prefill chunk), sequence 2 position 19.
+      std::vector<SeqId> seq;
+      std::vector<int32_t> pos;
+      for (int p = 93; p < 100; ++p) seq.push_back(1), pos.push_back(p);
+      seq.push_back(2), pos.push_back(19);
+      const int n = static_cast<int>(seq.size());
+      const auto q = Random(n * heads * hd, 99);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      AttentionShape shape{heads, kv_heads, hd, scale};
+      std::vector<float> want(n * heads * hd);
+      for (int t = 0; t < n; ++t) {
+        std::vector<float> scratch(AttentionScratchFloats(shape, pos[t] + 1));
+        AttendOne(c, seq[t], 1, shape, &q[t * heads * hd], pos[t] + 1, 0, kv_heads,
+                  &want[t * heads * hd], scratch.data());
+      }
+      std::vector<int32_t> tables, start;
+      for (SeqId s : {1, 2}) {
+        start.push_back(static_cast<int32_t>(tables.size()));
+        for (int32_t b : c.BlockTable(s)) tables.push_back(b);
+      }
+      std::vector<int32_t> table_start(n);
+      for (int t = 0; t < n; ++t) table_start[t] = start[seq[t] - 1];
+      const size_t pool = c.block_bytes() * c.num_blocks();
+      std::vector<uint8_t> host(c.Row(0, 0, 0, 0), c.Row(0, 0, 0, 0) + pool);
+      DevBuf<uint8_t> dpool(host);
+      DevBuf<float> dq(q), out(want.size());
+      DevBuf<int32_t> dtab(tables), dstart(table_start), dpos(pos);
       ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
-                                scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
-                                scratch.get(), max_ctx),
+                                scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
                 cudaSuccess);
-      ExpectClose(out2.Download(), want, 1e-4,
-                  "split attention " + name + " max_ctx " + std::to_string(max_ctx));
+      ExpectClose(out.Download(), want, 1e-4, "attention " + name);
+      // Split over the context in kAttnSplitLen pieces (decode steps), merged by a second kernel:
+      // contexts of 94..100 positions in 2 splits (of at most 4, or 2), or in 1 when the given
+      // max context is shorter (the last split takes the rest).
+      for (int max_ctx : {256, 100, 40}) {
+        DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_ctx)), out2(want.size());
+        ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
+                                  scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
+                                  scratch.get(), max_ctx),
+                  cudaSuccess);
+        ExpectClose(out2.Download(), want, 1e-4,
+                    "split attention " + name + " max_ctx " + std::to_string(max_ctx));
+      }
     }
   }
 }
