@@ -274,6 +274,18 @@ absl::Status CudaBackend::AllocateWorkspace() {
   return ReserveTables(t * 64);
 }
 
+absl::Status CudaBackend::ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) {
+  if (max_num_seqs < 1 || max_model_len < 1 || block_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA backend limits must be positive (", max_num_seqs, " sequences, max_model_len ",
+        max_model_len, ", block size ", block_size, ")"));
+  }
+  // A step holds at most max_num_seqs sequences, each with at most this many blocks.
+  const size_t per_seq = static_cast<size_t>((max_model_len + block_size - 1) / block_size);
+  PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(max_num_seqs) * per_seq));
+  return ReserveAttentionScratch(max_model_len);
+}
+
 absl::Status CudaBackend::ReserveTables(size_t entries) {
   if (entries <= tables_capacity_) return absl::OkStatus();
   if (!graphs_.empty()) {

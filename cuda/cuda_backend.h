@@ -46,6 +46,7 @@ class CudaBackend final : public Backend {
   uint64_t WorkspaceBytes() const override {
     return workspace_bytes_ + tables_capacity_ * sizeof(int32_t) + attn_scratch_bytes_;
   }
+  absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) override;
   uint64_t DetectedMemory() const override { return detected_; }
   uint64_t MeasuredReserve() const override { return reserve_; }
   absl::StatusOr<std::unique_ptr<KvStorage>> MakeKvStorage(size_t block_bytes,

@@ -38,6 +38,16 @@ class Backend {
   virtual absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
   // Bytes of working memory the backend holds for a step of max_tokens tokens.
   virtual uint64_t WorkspaceBytes() const = 0;
+  // Called once before the ledger is computed: allocate now every buffer whose size follows
+  // the engine's limits (block tables for max_num_seqs sequences of max_model_len, attention
+  // scratch for max_model_len positions), so WorkspaceBytes() counts them before the KV pool
+  // takes the rest and no step has to grow them later.
+  virtual absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) {
+    (void)max_num_seqs;
+    (void)max_model_len;
+    (void)block_size;
+    return absl::OkStatus();
+  }
 
   // Device backends (a host backend keeps the defaults):
   // Bytes of device memory the engine may budget from, measured when the backend started

@@ -35,6 +35,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   if (!backend) {
     backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
   }
+  const int table_block =
+      config.kv_layout == KvLayout::kContiguous ? config.max_model_len : config.block_size;
+  if (absl::Status s =
+          backend->ReserveForLimits(config.max_num_seqs, config.max_model_len, table_block);
+      !s.ok()) {
+    return s;
+  }
   // The ledger: weights, workspace and reserve come off the budget; the KV pool is the rest.
   auto input = PlanInputFromModel(model);
   if (!input.ok()) return input.status();

@@ -790,6 +790,9 @@ struct RunResult {
   int64_t replays = 0;
   uint64_t graph_ledger = 0;
   bool report_has_graph_line = false;
+  // The backend's step buffers when the engine was created (what the ledger counted) and
+  // after every request ran: equal when nothing grew after the KV pool was sized.
+  uint64_t workspace_at_create = 0, workspace_at_end = 0, workspace_ledger = 0;
 };
 
 // Requests of different lengths at once, so that decode steps shrink through several sizes.
@@ -799,6 +802,8 @@ absl::StatusOr<RunResult> RunRequests(const Model& m, EngineConfig cfg, int requ
   auto e = Engine::Create(m, cfg, std::move(*backend), /*quiet=*/true);
   if (!e.ok()) return e.status();
   RunResult r;
+  r.workspace_at_create = (*e)->backend().WorkspaceBytes();
+  r.workspace_ledger = (*e)->ledger().workspace_bytes;
   (*e)->SetLogitsObserver([&r](int64_t rid, int index, const float* l, int n) {
     auto& v = r.logits[{rid, index}];
     v.insert(v.end(), l, l + n);
@@ -823,6 +828,7 @@ absl::StatusOr<RunResult> RunRequests(const Model& m, EngineConfig cfg, int requ
   r.graph_sizes = cb.graph_sizes();
   r.replays = cb.graph_replays();
   r.graph_ledger = (*e)->ledger().graph_bytes;
+  r.workspace_at_end = cb.WorkspaceBytes();
   const MemoryReport report = (*e)->memory_report();  // a copy: keep it alive while reading
   for (const StageRecord& st : report.stages()) {
     for (const LineUsage& l : st.lines) r.report_has_graph_line |= l.line == kLineGraphs;
@@ -859,6 +865,11 @@ TEST(CudaGraphs, ReplayMatchesEagerLogits) {
       EXPECT_GT(graphs->replays, 0) << name << ": no step replayed a graph";
       EXPECT_GT(graphs->graph_ledger, 0u) << name;
       EXPECT_TRUE(graphs->report_has_graph_line) << name << ": no 'cuda graphs' report line";
+      for (const RunResult* r : {&*graphs, &*eager}) {
+        EXPECT_EQ(r->workspace_at_end, r->workspace_at_create)
+            << name << ": device buffers grew after the KV pool was sized";
+        EXPECT_GE(r->workspace_ledger, r->workspace_at_create) << name;
+      }
       EXPECT_TRUE(eager->graph_sizes.empty()) << name;
       EXPECT_EQ(eager->replays, 0) << name;
       EXPECT_EQ(eager->graph_ledger, 0u) << name;
