@@ -159,6 +159,11 @@ absl::StatusOr<uint64_t> ParseBytes(const std::string& text) {
   return static_cast<uint64_t>(v * mult);
 }
 
+int Fail(const absl::Status& s, int rc) {
+  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+  return rc;
+}
+
 int ParseOrExit(Args& args, int argc, char** argv) {
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "error: %s\n(see --help)\n", std::string(s.message()).c_str());

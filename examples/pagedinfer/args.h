@@ -55,4 +55,7 @@ absl::StatusOr<uint64_t> ParseBytes(const std::string& text);
 // Runs parse; prints help (exit 0) or the error plus a hint (exit 2). Returns -1 to go on.
 int ParseOrExit(Args& args, int argc, char** argv);
 
+// Prints "error: <message>" to stderr and returns rc: a subcommand's exit on a failed Status.
+int Fail(const absl::Status& s, int rc = 1);
+
 }  // namespace pinfer::cli

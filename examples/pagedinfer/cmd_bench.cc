@@ -8,15 +8,6 @@
 #include "examples/pagedinfer/commands.h"
 
 namespace pinfer::cli {
-namespace {
-
-int Fail(const absl::Status& s, int rc = 1) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return rc;
-}
-
-}  // namespace
-
 int BenchMain(int argc, char** argv) {
   std::string model_path, kv_dtype = "f16", kv_layout = "paged", format = "md";
   SpeedOptions o;

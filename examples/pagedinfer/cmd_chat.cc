@@ -15,11 +15,6 @@
 namespace pinfer::cli {
 namespace {
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
 // A bar over the loading stages, drawn only when stderr is a terminal. Loading maps the file
 // (instant), so the bar counts stages honestly rather than pretending to count bytes.
 class StageBar {
@@ -120,7 +115,7 @@ int ChatMain(int argc, char** argv) {
       std::fprintf(stderr, "(the conversation outgrew max_model_len: oldest turn dropped)\n");
     }
     if (!rid.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(rid.status().message()).c_str());
+      Fail(rid.status());  // report it and keep the conversation going
       history.pop_back();
       continue;
     }

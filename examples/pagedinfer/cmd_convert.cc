@@ -37,18 +37,15 @@ int ConvertMain(int argc, char** argv) {
   }
   absl::StatusOr<FileType> ft = ParseFileType(type);
   if (!ft.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(ft.status().message()).c_str());
-    return 2;
+    return Fail(ft.status(), 2);
   }
   const auto start = std::chrono::steady_clock::now();
   auto model = Model::Load(args.positional()[0]);
   if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(model.status().message()).c_str());
-    return 1;
+    return Fail(model.status());
   }
   if (absl::Status s = WriteModelAsGguf(**model, *ft, output); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return 1;
+    return Fail(s);
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -26,11 +26,6 @@ std::string DefaultModelPath() {
   return (dir / "demo-tiny-q4_k_m.gguf").string();
 }
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
 }  // namespace
 
 int DemoMain(int argc, char** argv) {

@@ -25,8 +25,7 @@ int InspectMain(int argc, char** argv) {
   }
   auto model = Model::Load(a.positional()[0]);
   if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(model.status().message()).c_str());
-    return 1;
+    return Fail(model.status());
   }
   const Model& m = **model;
   const ModelConfig& c = m.config();

@@ -12,15 +12,6 @@
 #include "examples/pagedinfer/read_text.h"
 
 namespace pinfer::cli {
-namespace {
-
-int Fail(const absl::Status& s, int rc = 1) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return rc;
-}
-
-}  // namespace
-
 int PerplexityMain(int argc, char** argv) {
   std::string model_path, text_path, kv = "f16", kl_base, kl;
   int ctx = 512, batch = 0, threads = 0, chunks = 0;

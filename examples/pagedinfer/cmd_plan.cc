@@ -40,37 +40,37 @@ int PlanMain(int argc, char** argv) {
   args.AddSwitch("--json", &json, "print JSON instead of a table");
   if (int rc = ParseOrExit(args, argc, argv); rc >= 0) return rc;
 
-  auto fail = [](const absl::Status& s) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return 2;
-  };
   if (model.empty() == shape.empty()) {
-    return fail(absl::InvalidArgumentError(
-        "give either -m FILE or --shape NAME (see pagedinfer plan --help)"));
+    return Fail(absl::InvalidArgumentError(
+                    "give either -m FILE or --shape NAME (see pagedinfer plan --help)"),
+                2);
   }
   if (memory.empty()) {
-    return fail(absl::InvalidArgumentError(
-        "--memory is required: how much memory the engine may use in all, e.g. --memory 16GiB"));
+    return Fail(
+        absl::InvalidArgumentError(
+            "--memory is required: how much memory the engine may use in all, e.g. --memory 16GiB"),
+        2);
   }
   absl::StatusOr<uint64_t> budget = ParseBytes(memory);
-  if (!budget.ok()) return fail(budget.status());
+  if (!budget.ok()) return Fail(budget.status(), 2);
   if (device != "cuda" && device != "cpu") {
-    return fail(absl::InvalidArgumentError("--device must be cuda or cpu, not '" + device + "'"));
+    return Fail(absl::InvalidArgumentError("--device must be cuda or cpu, not '" + device + "'"),
+                2);
   }
   if (reserve.empty()) reserve = device == "cpu" ? "64MiB" : "1GiB";
   absl::StatusOr<uint64_t> reserve_bytes = ParseBytes(reserve);
-  if (!reserve_bytes.ok()) return fail(reserve_bytes.status());
+  if (!reserve_bytes.ok()) return Fail(reserve_bytes.status(), 2);
   absl::StatusOr<KvDtype> kv_dtype = ParseKvDtype(kv);
-  if (!kv_dtype.ok()) return fail(kv_dtype.status());
+  if (!kv_dtype.ok()) return Fail(kv_dtype.status(), 2);
   o.budget_bytes = *budget;
   o.reserve_bytes = *reserve_bytes;
   o.kv_dtype = *kv_dtype;
 
   absl::StatusOr<PlanInput> input =
       model.empty() ? PlanInputFromShape(shape, type) : PlanInputFromModelFile(model);
-  if (!input.ok()) return fail(input.status());
+  if (!input.ok()) return Fail(input.status(), 2);
   absl::StatusOr<MemoryLedger> ledger = ComputeLedger(*input, o);
-  if (!ledger.ok()) return fail(ledger.status());
+  if (!ledger.ok()) return Fail(ledger.status(), 2);
   std::string out = json ? ledger->ToJson() + "\n" : ledger->ToText();
   std::fputs(out.c_str(), stdout);
   return ledger->fits ? 0 : 1;

@@ -140,21 +140,18 @@ int QualityMain(int argc, char** argv) {
   for (absl::string_view name : absl::StrSplit(kv, ',', absl::SkipEmpty())) {
     absl::StatusOr<KvDtype> d = ParseKvDtype(std::string_view(name.data(), name.size()));
     if (!d.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(d.status().message()).c_str());
-      return 2;
+      return Fail(d.status(), 2);
     }
     opt.kv_formats.push_back(*d);
   }
   if (!quiet) opt.log = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); };
   absl::StatusOr<std::string> text = ReadTextFile(text_path);
   if (!text.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(text.status().message()).c_str());
-    return 2;
+    return Fail(text.status(), 2);
   }
   absl::StatusOr<QualityTable> t = BuildQualityTable(model_path, *text, opt);
   if (!t.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(t.status().message()).c_str());
-    return t.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return Fail(t.status(), t.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
   }
   std::fputs((format == "json" ? Json(*t) : Markdown(*t)).c_str(), stdout);
   return 0;

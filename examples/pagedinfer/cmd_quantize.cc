@@ -39,8 +39,7 @@ int QuantizeMain(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<QuantizeSummary> sum = QuantizeGguf(in, out, type, options);
   if (!sum.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(sum.status().message()).c_str());
-    return sum.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return Fail(sum.status(), sum.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

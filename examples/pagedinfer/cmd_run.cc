@@ -25,11 +25,6 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
   return ids;
 }
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
 }  // namespace
 
 int RunMain(int argc, char** argv) {

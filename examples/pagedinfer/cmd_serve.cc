@@ -13,11 +13,6 @@
 namespace pinfer::cli {
 namespace {
 
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
 std::string BaseName(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

@@ -37,14 +37,12 @@ int SynthMain(int argc, char** argv) {
   }
   absl::StatusOr<PlanInput> plan = PlanInputFromShape(shape, type);  // validates both names
   if (!plan.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(plan.status().message()).c_str());
-    return 2;
+    return Fail(plan.status(), 2);
   }
   const auto start = std::chrono::steady_clock::now();
   SynthOptions options{static_cast<uint64_t>(seed), threads};
   if (absl::Status s = WriteSynthModel(shape, type, output, options); !s.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-    return 1;
+    return Fail(s);
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -26,8 +26,7 @@ int TokenizeMain(int argc, char** argv) {
   }
   auto model = Model::Load(model_path);
   if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(model.status().message()).c_str());
-    return 1;
+    return Fail(model.status());
   }
   const Tokenizer& tok = (*model)->tokenizer();
   const std::vector<int32_t> ids = tok.Encode(prompt, !no_bos, parse_special);
