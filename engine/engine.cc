@@ -35,10 +35,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   if (!backend) {
     backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
   }
-  const int table_block =
+  // Slots per block: the contiguous layout's one block per sequence holds max_model_len.
+  const int block_slots =
       config.kv_layout == KvLayout::kContiguous ? config.max_model_len : config.block_size;
   if (absl::Status s =
-          backend->ReserveForLimits(config.max_num_seqs, config.max_model_len, table_block);
+          backend->ReserveForLimits(config.max_num_seqs, config.max_model_len, block_slots);
       !s.ok()) {
     return s;
   }
@@ -47,8 +48,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   if (!input.ok()) return input.status();
   LedgerOptions opt;
   opt.kv_dtype = config.kv_dtype;
-  opt.block_size =
-      config.kv_layout == KvLayout::kContiguous ? config.max_model_len : config.block_size;
+  opt.block_size = block_slots;
   opt.max_model_len = config.max_model_len;
   opt.max_num_seqs = config.max_num_seqs;
   opt.max_num_batched_tokens = config.max_num_batched_tokens;

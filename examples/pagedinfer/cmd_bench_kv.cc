@@ -15,15 +15,6 @@
 #include "examples/pagedinfer/synth_cache.h"
 
 namespace pinfer::cli {
-namespace {
-
-int Fail(const absl::Status& s, int rc = 1) {
-  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-  return rc;
-}
-
-}  // namespace
-
 int BenchKvMain(int argc, char** argv) {
   std::string model_path, dist = "uniform", kv_dtype = "f16", kv_memory, format = "md", plot;
   WorkloadSpec spec;
@@ -97,12 +88,16 @@ int BenchKvMain(int argc, char** argv) {
   }
   EngineFlags ef;
   ef.device = device;
-  std::string chosen;
-  // Probe once so a bad --device fails before the workload, and name what runs it.
-  if (auto probe = ef.MakeBackend(**model, c, &chosen); !probe.ok()) return Fail(probe.status(), 2);
+  std::string chosen;          // what runs the workload, named by the backend's creation
+  absl::Status backend_error;  // a --device that cannot be used is a usage error (exit 2)
   const Model& m = **model;
-  BackendFactory make = [&](const EngineConfig& config) { return ef.MakeBackend(m, config); };
+  BackendFactory make = [&](const EngineConfig& config) {
+    auto b = ef.MakeBackend(m, config, &chosen);
+    if (!b.ok()) backend_error = b.status();
+    return b;
+  };
   auto res = CompareKvLayouts(m, c, spec, make);
+  if (!backend_error.ok()) return Fail(backend_error, 2);
   if (!res.ok()) return Fail(res.status());
   res->model = model_path;
   res->device = chosen;
