@@ -94,31 +94,11 @@ for len in 4096 2048; do
         --max-model-len "$len" --kv-cache-memory "$budget" --max-num-seqs 256
         --max-num-batched-tokens 1024 -t "$THREADS")
   printf '\n### max_model_len %s\n\n' "$len" >>"$OUT"
-  cmdline pagedinfer "${args[@]/#$KV_MODEL/$(basename "$KV_MODEL")}" --plot "docs/bench-kv-$len.svg"
-  "$BIN" "${args[@]}" -o json --plot "docs/bench-kv-$len.svg" >"docs/bench-kv-$len.json"
-  jq -r '
-    def pct: (. * 1000 | round / 10 | tostring) + "%";
-    def f2: (. * 100 | round / 100 | tostring);
-    "| | paged | contiguous |", "|---|---:|---:|",
-    (["KV utilization, mean over saturated steps", (.paged.kv_utilization_mean|pct), (.contiguous.kv_utilization_mean|pct)]),
-    (["KV utilization, worst saturated step", (.paged.kv_utilization_min|pct), (.contiguous.kv_utilization_min|pct)]),
-    (["KV utilization, mean over all steps", (.paged.kv_utilization_mean_all|pct), (.contiguous.kv_utilization_mean_all|pct)]),
-    (["sequences running at once: max", (.paged.max_running|tostring), (.contiguous.max_running|tostring)]),
-    (["sequences running at once: mean", (.paged.mean_running|f2), (.contiguous.mean_running|f2)]),
-    (["engine steps (saturated)", "\(.paged.steps) (\(.paged.saturated_steps))", "\(.contiguous.steps) (\(.contiguous.saturated_steps))"]),
-    (["requests finished", (.paged.finished|tostring), (.contiguous.finished|tostring)]),
-    (["elapsed (s)", (.paged.elapsed_s|f2), (.contiguous.elapsed_s|f2)]),
-    (["requests/s", (.paged.requests_per_s|f2), (.contiguous.requests_per_s|f2)]),
-    (["output tokens/s", (.paged.output_tokens_per_s|f2), (.contiguous.output_tokens_per_s|f2)]),
-    (["preemptions", (.paged.preemptions|tostring), (.contiguous.preemptions|tostring)]),
-    (["prompt tokens computed (recompute included)", (.paged.prefill_tokens|tostring), (.contiguous.prefill_tokens|tostring)]),
-    (["tokens through the model (time per token)", "\(.paged.forwarded_tokens) (\(.paged.us_per_forwarded_token|round) us)", "\(.contiguous.forwarded_tokens) (\(.contiguous.us_per_forwarded_token|round) us)"]),
-    (["queue wait mean / max (steps)", "\(.paged.queue_wait_mean_steps|round) / \(.paged.queue_wait_max_steps)", "\(.contiguous.queue_wait_mean_steps|round) / \(.contiguous.queue_wait_max_steps)"]),
-    (["queue wait mean / max (s)", "\(.paged.queue_wait_mean_s|f2) / \(.paged.queue_wait_max_s|f2)", "\(.contiguous.queue_wait_mean_s|f2) / \(.contiguous.queue_wait_max_s|f2)"])
-    | if type == "array" then "| " + join(" | ") + " |" else . end
-  ' "docs/bench-kv-$len.json" >>"$OUT"
-  jq -r '.workload | "\nModel \(.model | split("/") | last). Workload: \(.requests) requests, \(.prompt_tokens) prompt + \(.output_tokens) output tokens; KV \(.kv_dtype), \(.kv_bytes_per_token) bytes/token, budget \(.kv_cache_memory) bytes = \(.kv_cache_memory / .kv_bytes_per_token / .max_model_len) sequences of max_model_len."' \
-    "docs/bench-kv-$len.json" >>"$OUT"
+  cmdline pagedinfer "${args[@]/#$KV_MODEL/$(basename "$KV_MODEL")}" -o md \
+    --json-out "docs/bench-kv-$len.json" --plot "docs/bench-kv-$len.svg"
+  # The table is bench-kv's own (-o md); the JSON beside it feeds the README summary.
+  "$BIN" "${args[@]}" -o md --json-out "docs/bench-kv-$len.json" --plot "docs/bench-kv-$len.svg" \
+    >>"$OUT"
   printf '\n![occupancy at max_model_len %s](bench-kv-%s.svg)\n' "$len" "$len" >>"$OUT"
 done
 {

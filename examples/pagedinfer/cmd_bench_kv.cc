@@ -16,7 +16,8 @@
 
 namespace pinfer::cli {
 int BenchKvMain(int argc, char** argv) {
-  std::string model_path, dist = "uniform", kv_dtype = "f16", kv_memory, format = "md", plot;
+  std::string model_path, dist = "uniform", kv_dtype = "f16", kv_memory, format = "md", plot,
+                          json_out;
   WorkloadSpec spec;
   spec.requests = 200;
   int64_t seed = 1;
@@ -58,6 +59,7 @@ int BenchKvMain(int argc, char** argv) {
         "sequences, which is where the paged cache's fewer steps finish sooner");
   a.Add("-o,--output", &format, "md or json");
   a.Add("--plot", &plot, "write an SVG of occupancy over steps to this file");
+  a.Add("--json-out", &json_out, "also write the JSON to this file (whatever -o prints)");
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (format != "md" && format != "json") {
     return Fail(absl::InvalidArgumentError("-o must be md or json"), 2);
@@ -101,10 +103,16 @@ int BenchKvMain(int argc, char** argv) {
   if (!res.ok()) return Fail(res.status());
   res->model = model_path;
   res->device = chosen;
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    return f.good() ? absl::OkStatus() : absl::UnavailableError("cannot write " + path);
+  };
   if (!plot.empty()) {
-    std::ofstream f(plot, std::ios::binary);
-    f << KvBenchSvg(*res);
-    if (!f.good()) return Fail(absl::UnavailableError("cannot write " + plot));
+    if (absl::Status s = write(plot, KvBenchSvg(*res)); !s.ok()) return Fail(s);
+  }
+  if (!json_out.empty()) {
+    if (absl::Status s = write(json_out, KvBenchJson(*res)); !s.ok()) return Fail(s);
   }
   const std::string out = format == "json" ? KvBenchJson(*res) : KvBenchMarkdown(*res);
   std::fwrite(out.data(), 1, out.size(), stdout);
