@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_check.h"
+#include "engine/ops.h"
 #include "kvcache/kv_dtype.h"
 #include "loaders/absl_compat.h"
 #include "loaders/ggml_types.h"
@@ -182,6 +183,8 @@ absl::Status CudaBackend::UploadWeights() {
   PINFER_RETURN_IF_ERROR(matrix(w.output, &output_));
   vec(w.output_norm, &output_norm_);
   vec(c.rope_freq_factors, &rope_freq_factors_);
+  const std::vector<float> rope_freqs = RopeFrequencies(c.rope_theta, c.head_dim);
+  vec(rope_freqs, &rope_freqs_);
   layers_.resize(static_cast<size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
@@ -227,6 +230,7 @@ absl::Status CudaBackend::UploadWeights() {
   fix_m(output_);
   fix_v(output_norm_);
   fix_v(rope_freq_factors_);
+  fix_v(rope_freqs_);
   for (Layer& d : layers_) {
     for (DeviceMatrix* m : {&d.wq, &d.wk, &d.wv, &d.wo, &d.w_gate, &d.w_up, &d.w_down}) fix_m(*m);
     for (const float** v : {&d.attn_norm, &d.ffn_norm, &d.bq, &d.bk, &d.bv}) fix_v(*v);
@@ -542,7 +546,7 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
       PINFER_STEP(LaunchAddBias(v_, L.bv, n, c.kv_dim(), s), "bias v");
     }
     PINFER_STEP(LaunchRopeQK(q_, c.n_heads, k_, c.n_kv_heads, n, c.head_dim, d_positions_,
-                             c.rope_theta, halves, s, c.rope_freq_scale, rope_freq_factors_),
+                             rope_freqs_, halves, s, c.rope_freq_scale, rope_freq_factors_),
                 "rope q and k");
     PINFER_STEP(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s), "kv write");
     PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,

@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
   DeviceMatrix tok_embd_, output_;
   const float* output_norm_ = nullptr;
   const float* rope_freq_factors_ = nullptr;  // [head_dim / 2], or nullptr: no factors
+  const float* rope_freqs_ = nullptr;         // [head_dim / 2]: RopeFrequencies
   std::vector<Layer> layers_;
 
   uint8_t* workspace_ = nullptr;  // one allocation, carved below

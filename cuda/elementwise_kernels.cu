@@ -32,8 +32,8 @@ __global__ void RmsNormKernel(const float* __restrict__ x, const int32_t* rows,
 // One thread per (token, head, pair) of q (heads [0, n_heads)) and then of k (heads
 // [n_heads, n_heads + n_kv_heads)); k may be nullptr (n_kv_heads 0).
 __global__ void RopeKernel(float* q, float* k, int n_tokens, int n_heads, int n_kv_heads,
-                           int head_dim, const int32_t* positions, float theta, bool halves,
-                           float freq_scale, const float* __restrict__ freq_factors) {
+                           int head_dim, const int32_t* positions, const float* __restrict__ freqs,
+                           bool halves, float freq_scale, const float* __restrict__ freq_factors) {
   const int half = head_dim / 2;
   const int heads = n_heads + n_kv_heads;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -41,9 +41,8 @@ __global__ void RopeKernel(float* q, float* k, int n_tokens, int n_heads, int n_
   const int i = static_cast<int>(idx % half);
   const int64_t th = idx / half;  // token x heads + head
   const int t = static_cast<int>(th / heads), head = static_cast<int>(th % heads);
-  const float freq = 1.0f / powf(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
-  // The CPU's order of operations (ApplyRope): pos * freq, / factor, * scale.
-  float angle = static_cast<float>(positions[t]) * freq;
+  // The CPU's frequencies and order of operations (ApplyRope): pos * freq, / factor, * scale.
+  float angle = static_cast<float>(positions[t]) * freqs[i];
   if (freq_factors) angle /= freq_factors[i];
   angle *= freq_scale;
   const float c = cosf(angle), s = sinf(angle);
@@ -84,19 +83,19 @@ cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, i
 }
 
 cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
-                       const int32_t* positions, float theta, bool halves, cudaStream_t s,
+                       const int32_t* positions, const float* freqs, bool halves, cudaStream_t s,
                        float freq_scale, const float* freq_factors) {
-  return LaunchRopeQK(vec, n_heads, nullptr, 0, n_tokens, head_dim, positions, theta, halves, s,
+  return LaunchRopeQK(vec, n_heads, nullptr, 0, n_tokens, head_dim, positions, freqs, halves, s,
                       freq_scale, freq_factors);
 }
 
 cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_tokens,
-                         int head_dim, const int32_t* positions, float theta, bool halves,
+                         int head_dim, const int32_t* positions, const float* freqs, bool halves,
                          cudaStream_t s, float freq_scale, const float* freq_factors) {
   const int64_t n = static_cast<int64_t>(n_tokens) * (n_heads + n_kv_heads) * (head_dim / 2);
   if (n <= 0) return cudaSuccess;
   RopeKernel<<<Blocks(n), kThreads, 0, s>>>(q, k, n_tokens, n_heads, n_kv_heads, head_dim,
-                                            positions, theta, halves, freq_scale, freq_factors);
+                                            positions, freqs, halves, freq_scale, freq_factors);
   return cudaGetLastError();
 }
 

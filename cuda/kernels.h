@@ -70,21 +70,22 @@ cudaError_t LaunchGatherColumns(const float* x, const int32_t* perm, int n, int6
 // Rows [row0, row0 + n_rows) of w as half (bf16 = false) or bfloat16 -> out[n_rows x cols].
 cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_rows, void* out,
                               bool bf16, cudaStream_t s);
-// out[i] = half or bfloat16 of x[i].
+// out[i] = half (saturated at +-65504: no infinities from outliers) or bfloat16 of x[i].
 cudaError_t LaunchToHalf(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s);
 
 // out[i] = x[rows[i] or i] * rsqrt(mean(x^2) + eps) * w, i < n_rows (rows may be nullptr).
 cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, int n_rows, int dim,
                           float eps, float* out, cudaStream_t s);
 // RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t];
-// freq_scale and freq_factors ([head_dim / 2] on the device, or nullptr) as in ApplyRope.
+// freqs: RopeFrequencies(theta, head_dim) on the device ([head_dim / 2]); freq_scale and
+// freq_factors ([head_dim / 2] on the device, or nullptr) as in ApplyRope.
 cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
-                       const int32_t* positions, float theta, bool halves, cudaStream_t s,
+                       const int32_t* positions, const float* freqs, bool halves, cudaStream_t s,
                        float freq_scale = 1.0f, const float* freq_factors = nullptr);
 // LaunchRope of q ([n_tokens x n_heads x head_dim]) and k ([n_tokens x n_kv_heads x
 // head_dim]) in one launch.
 cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_tokens,
-                         int head_dim, const int32_t* positions, float theta, bool halves,
+                         int head_dim, const int32_t* positions, const float* freqs, bool halves,
                          cudaStream_t s, float freq_scale = 1.0f,
                          const float* freq_factors = nullptr);
 // gate[i] = silu(gate[i]) * up[i].

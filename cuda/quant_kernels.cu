@@ -139,9 +139,11 @@ template <>
 __device__ __forceinline__ float Convert<float>(float v) {
   return v;
 }
+// Saturating: an activation beyond half's range (a prefill outlier) becomes +-65504, not an
+// infinity that turns the whole GEMM row into NaN; NaN stays NaN.
 template <>
 __device__ __forceinline__ __half Convert<__half>(float v) {
-  return __float2half_rn(v);
+  return __float2half_rn(fabsf(v) > 65504.0f ? copysignf(65504.0f, v) : v);
 }
 template <>
 __device__ __forceinline__ __nv_bfloat16 Convert<__nv_bfloat16>(float v) {

@@ -11,11 +11,26 @@ void RmsNorm(const float* x, const float* w, int n, float eps, float* out) {
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+namespace {
+
+float RopeFrequency(float theta, int i, int head_dim) {
+  return 1.0f / std::pow(theta, static_cast<float>(2 * i) / head_dim);
+}
+
+}  // namespace
+
+std::vector<float> RopeFrequencies(float theta, int head_dim) {
+  std::vector<float> f(static_cast<size_t>(std::max(head_dim / 2, 0)));
+  for (int i = 0; i < head_dim / 2; ++i)
+    f[static_cast<size_t>(i)] = RopeFrequency(theta, i, head_dim);
+  return f;
+}
+
 void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style,
                float freq_scale, const float* freq_factors) {
   const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
-    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / head_dim);
+    const float freq = RopeFrequency(theta, i, head_dim);
     float angle = static_cast<float>(pos) * freq;
     if (freq_factors) angle /= freq_factors[i];
     angle *= freq_scale;

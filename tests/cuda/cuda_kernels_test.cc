@@ -25,6 +25,7 @@
 #include "engine/synth.h"
 #include "gtest/gtest.h"
 #include "kvcache/attention.h"
+#include "loaders/fp16.h"
 #include "loaders/quants.h"
 #include "tests/testing/engine_helpers.h"
 #include "tests/testing/test_models.h"
@@ -98,7 +99,8 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
       << " (relative error " << max_err / std::max(max_ref, 1e-30) << ", tolerance " << tol << ")";
 }
 
-// ---- element-wise kernels (tolerance 1e-5 relative, 2e-4 for RoPE's large angles) ----
+// ---- element-wise kernels (tolerance 1e-5 relative; RoPE 1e-5 too: the frequencies come
+// from the host, so only the device's sinf/cosf differ, by a few ulp) ----
 
 TEST(CudaKernels, RmsNormMatchesCpu) {
   REQUIRE_CUDA();
@@ -128,24 +130,25 @@ TEST(CudaKernels, RopeMatchesCpuBothPairOrders) {
     auto v = Random(n * heads * hd, 3);
     DevBuf<float> dv(v);
     DevBuf<int32_t> dp(pos);
-    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), 10000.0f, style == RopeStyle::kHalves,
+    DevBuf<float> dfreq(RopeFrequencies(10000.0f, hd));
+    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), dfreq.get(), style == RopeStyle::kHalves,
                          nullptr),
               cudaSuccess);
     for (int t = 0; t < n; ++t) ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
-    ExpectClose(dv.Download(), v, 2e-4, style == RopeStyle::kHalves ? "rope halves" : "rope pairs");
+    ExpectClose(dv.Download(), v, 1e-5, style == RopeStyle::kHalves ? "rope halves" : "rope pairs");
     // q and k (fewer heads) in one launch.
     const int kv_heads = 2;
     auto q = Random(n * heads * hd, 4), k = Random(n * kv_heads * hd, 5);
     DevBuf<float> dq(q), dk(k);
-    ASSERT_EQ(LaunchRopeQK(dq.get(), heads, dk.get(), kv_heads, n, hd, dp.get(), 10000.0f,
+    ASSERT_EQ(LaunchRopeQK(dq.get(), heads, dk.get(), kv_heads, n, hd, dp.get(), dfreq.get(),
                            style == RopeStyle::kHalves, nullptr),
               cudaSuccess);
     for (int t = 0; t < n; ++t) {
       ApplyRope(&q[t * heads * hd], heads, hd, pos[t], 10000.0f, style);
       ApplyRope(&k[t * kv_heads * hd], kv_heads, hd, pos[t], 10000.0f, style);
     }
-    ExpectClose(dq.Download(), q, 2e-4, "rope q of q+k");
-    ExpectClose(dk.Download(), k, 2e-4, "rope k of q+k");
+    ExpectClose(dq.Download(), q, 1e-5, "rope q of q+k");
+    ExpectClose(dk.Download(), k, 1e-5, "rope k of q+k");
   }
 }
 
@@ -160,13 +163,14 @@ TEST(CudaKernels, RopeScalingMatchesCpu) {
     DevBuf<float> dv(v);
     DevBuf<int32_t> dp(pos);
     DevBuf<float> df(factors);
-    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), 500000.0f, style == RopeStyle::kHalves,
+    DevBuf<float> dfreq(RopeFrequencies(500000.0f, hd));
+    ASSERT_EQ(LaunchRope(dv.get(), n, heads, hd, dp.get(), dfreq.get(), style == RopeStyle::kHalves,
                          nullptr, 0.5f, df.get()),
               cudaSuccess);
     for (int t = 0; t < n; ++t) {
       ApplyRope(&v[t * heads * hd], heads, hd, pos[t], 500000.0f, style, 0.5f, factors.data());
     }
-    ExpectClose(dv.Download(), v, 2e-4, "rope with scaling");
+    ExpectClose(dv.Download(), v, 1e-5, "rope with scaling");
   }
 }
 
@@ -216,6 +220,32 @@ HostMatrix MakeMatrix(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
 DeviceMatrix ToDevice(const HostMatrix& m, DevBuf<uint8_t>& buf) {
   buf.Upload(m.bytes);
   return DeviceMatrix{static_cast<int>(m.w.type), m.w.rows, m.w.cols, m.w.row_bytes, buf.get()};
+}
+
+// The cuBLAS path's activation conversion: half saturates at +-65504 (NaN stays NaN),
+// bfloat16 rounds to nearest even; both bit-exact to the host conversions.
+TEST(CudaKernels, ToHalfSaturatesAndRoundsLikeTheHost) {
+  REQUIRE_CUDA();
+  std::vector<float> x = Random(64, 21, -3.0f, 3.0f);
+  const std::vector<float> special = {65504.0f, 65519.0f, -70000.0f, 1e9f, 6e-8f, std::nanf("")};
+  std::copy(special.begin(), special.end(), x.begin());
+  DevBuf<float> dx(x);
+  for (bool bf16 : {false, true}) {
+    DevBuf<uint16_t> out(x.size());
+    ASSERT_EQ(LaunchToHalf(dx.get(), static_cast<int64_t>(x.size()), out.get(), bf16, nullptr),
+              cudaSuccess);
+    const std::vector<uint16_t> got = out.Download();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float v = x[i];
+      const float sat = std::fabs(v) > 65504.0f ? std::copysign(65504.0f, v) : v;
+      const uint16_t want = bf16 ? Fp32ToBf16(v) : Fp32ToFp16(sat);
+      if (std::isnan(v)) {
+        EXPECT_TRUE(std::isnan(bf16 ? Bf16ToFp32(got[i]) : Fp16ToFp32(got[i]))) << i;
+      } else {
+        EXPECT_EQ(got[i], want) << (bf16 ? "bf16" : "half") << " of " << v;
+      }
+    }
+  }
 }
 
 TEST(CudaKernels, EmbeddingDequantizesEveryType) {
@@ -736,7 +766,10 @@ TEST(CudaBackendEndToEnd, Stories260KGreedyTextMatchesCpu) {
 // The synthetic "tiny" shape (GQA 8/4 heads, dims multiples of 256) in block types, so that
 // the whole pipeline runs the quantized kernels (fused GEMVs, cuBLAS on dequantized tiles).
 // First-token logits against the CPU: a one-token prompt (GEMV path, float32 throughout):
-// 1e-3; a 40-token prompt (cuBLAS on half inputs): 3e-2. Decode by graphs and eager agree.
+// 1e-3; a 40-token prompt (cuBLAS on half inputs): 1e-2 with f16 KV (measured on the CUDA
+// emulator: 8e-4), 6e-2 with q4_0 KV, whose 4-bit rounding turns the half-precision
+// differences of K and V into whole quantization steps (measured: 1.1% to 3.4%). Decode by
+// graphs and eager agree.
 TEST(CudaBackendEndToEnd, SyntheticQuantizedModelsMatchCpu) {
   REQUIRE_CUDA();
   for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M"}) {
@@ -747,9 +780,10 @@ TEST(CudaBackendEndToEnd, SyntheticQuantizedModelsMatchCpu) {
     const Model& m = **model;
     std::vector<int32_t> long_prompt;
     for (int i = 0; i < 40; ++i) long_prompt.push_back(1 + (i * 37) % 500);
-    for (const auto& [prompt, tol] :
-         {std::pair{std::vector<int32_t>{1}, 1e-3}, std::pair{long_prompt, 3e-2}}) {
+    for (const bool long_one : {false, true}) {
+      const std::vector<int32_t> prompt = long_one ? long_prompt : std::vector<int32_t>{1};
       for (KvDtype d : {KvDtype::kF16, KvDtype::kQ4_0}) {
+        const double tol = !long_one ? 1e-3 : d == KvDtype::kF16 ? 1e-2 : 6e-2;
         const std::string name = std::string(type) + ", KV " + std::string(KvDtypeName(d)) +
                                  ", prompt of " + std::to_string(prompt.size());
         EngineConfig cfg = pinfer::testing::SmallConfig(d);

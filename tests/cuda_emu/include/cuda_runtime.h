@@ -1,0 +1,3 @@
+// The host emulator's stand-in for CUDA's header (tests/cuda_emu/emu_runtime.h).
+#pragma once
+#include "tests/cuda_emu/emu_runtime.h"
