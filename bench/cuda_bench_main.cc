@@ -104,11 +104,14 @@ int Kernels() {
     }
     cudaFree(w);
   }
-  // Decode attention as a decode step runs it (split over the context): 1 and 16 sequences x
-  // 32 heads (8 KV heads) x head_dim 128 at a context, max_model_len 4096.
+  // Decode attention as a decode step runs it (split over the context, as many splits as
+  // the backend takes on this GPU): 1 and 16 sequences x 32 heads (8 KV heads) x head_dim 128.
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const int splits = cuda::AttentionMaxSplits(32, prop.multiProcessorCount);
   float* split = nullptr;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split),
-                        cuda::AttentionSplitFloats(16, 32, 128, 4096) * sizeof(float)));
+                        cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
   for (int kvd : {cuda::kKF16, cuda::kKQ8_0}) {
     for (int ctx : {512, 4096})
       for (int seqs : {1, 16}) {
@@ -144,7 +147,7 @@ int Kernels() {
         const double ms = TimeMs(
             [&] {
               CHECK_CUDA(cuda::LaunchAttention(kv, q, seqs, heads, kvh, hd, 0.088f, dt, ds, dp, o,
-                                               nullptr, split, 4096));
+                                               nullptr, split, splits));
             },
             20);
         const double gbs = (2.0 * row * ctx * seqs) / (ms * 1e6);

@@ -77,7 +77,6 @@ CudaBackend::~CudaBackend() {
   cudaFree(weights_);
   cudaFree(workspace_);
   cudaFree(d_tables_);
-  cudaFree(d_attn_scratch_);
   cudaFreeHost(h_tables_);
   cudaFreeHost(h_meta_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -97,6 +96,7 @@ absl::Status CudaBackend::Init(int device) {
   cudaDeviceProp prop;
   PINFER_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device));
   name_ = absl::StrCat("cuda:", device, " (", prop.name, ")");
+  attn_splits_ = AttentionMaxSplits(c.n_heads, prop.multiProcessorCount);
   size_t free0 = 0, total = 0;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));
   detected_ = free0;  // after the context: its own memory is already gone
@@ -247,6 +247,10 @@ absl::Status CudaBackend::AllocateWorkspace() {
   const size_t k = carve.Take(t * c.kv_dim() * f), v = carve.Take(t * c.kv_dim() * f);
   const size_t gate = carve.Take(t * c.n_ff * f), up = carve.Take(t * c.n_ff * f);
   const size_t logits = carve.Take(t * c.n_vocab * f);
+  // Split attention's partial results for decode-sized steps (attn_splits_ per head).
+  const size_t attn = carve.Take(AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens),
+                                                      c.n_heads, c.head_dim, attn_splits_) *
+                                 f);
   // The metadata region: int64 slot offsets first (8-byte aligned), then four int32 arrays.
   meta_bytes_ = t * (sizeof(int64_t) + 4 * sizeof(int32_t));
   const size_t meta = carve.Take(meta_bytes_);
@@ -255,7 +259,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   workspace_ = static_cast<uint8_t*>(p);
   auto F = [&](size_t at) { return reinterpret_cast<float*>(workspace_ + at); };
   x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
-  gate_ = F(gate), up_ = F(up), logits_ = F(logits);
+  gate_ = F(gate), up_ = F(up), logits_ = F(logits), d_attn_scratch_ = F(attn);
   d_meta_ = workspace_ + meta;
   void* h = nullptr;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&h, meta_bytes_));
@@ -286,8 +290,7 @@ absl::Status CudaBackend::ReserveForLimits(int max_num_seqs, int max_model_len, 
   }
   // A step holds at most max_num_seqs sequences, each with at most this many blocks.
   const size_t per_seq = static_cast<size_t>((max_model_len + block_size - 1) / block_size);
-  PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(max_num_seqs) * per_seq));
-  return ReserveAttentionScratch(max_model_len);
+  return ReserveTables(static_cast<size_t>(max_num_seqs) * per_seq);
 }
 
 absl::Status CudaBackend::ReserveTables(size_t entries) {
@@ -312,29 +315,6 @@ absl::Status CudaBackend::ReserveTables(size_t entries) {
   PINFER_CUDA_RETURN_IF_ERROR(
       cudaMallocHost(reinterpret_cast<void**>(&h_tables_), capacity * sizeof(int32_t)));
   tables_capacity_ = capacity;
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::ReserveAttentionScratch(int max_ctx) {
-  if (max_ctx <= attn_max_ctx_) return absl::OkStatus();
-  if (!graphs_.empty()) {
-    std::fprintf(stderr,
-                 "warning: CUDA graphs dropped: a context of %d positions is longer than the %d "
-                 "they were captured for\n",
-                 max_ctx, attn_max_ctx_);
-    DropGraphs();
-  }
-  const ModelConfig& c = model_.config();
-  const size_t bytes =
-      AttentionSplitFloats(kMaxGemvTokens, c.n_heads, c.head_dim, max_ctx) * sizeof(float);
-  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  cudaFree(d_attn_scratch_);
-  d_attn_scratch_ = nullptr;
-  attn_max_ctx_ = 0;
-  attn_scratch_bytes_ = 0;
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&d_attn_scratch_), bytes));
-  attn_max_ctx_ = max_ctx;
-  attn_scratch_bytes_ = bytes;
   return absl::OkStatus();
 }
 
@@ -464,10 +444,6 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, flo
   }
   PINFER_RETURN_IF_ERROR(kv_storage_->status());
   const int n_out = static_cast<int>(batch.logit_rows.size());
-  // Decode-sized steps split attention over the context (sized for the cache's longest).
-  if (n <= kMaxGemvTokens) {
-    PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
-  }
   const Graph* graph = GraphFor(batch, cache);
   absl::Status s = UploadStep(batch, cache, graph ? graph->size : n);
   // UploadStep may have dropped the graphs (tables grew): look again.
@@ -529,7 +505,7 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
   KvLayerView kv = kv_in;
   // Steps the GEMV serves (decode) also split attention over the context, so that a few
   // sequences still fill the GPU; padded graph steps take the same path as their eager size.
-  const bool split = n <= kMaxGemvTokens && d_attn_scratch_ != nullptr;
+  const bool split = n <= kMaxGemvTokens;
   int l = -1;
   PINFER_STEP(LaunchEmbedding(tok_embd_, d_tokens_, n, x_, s), "embedding");
   for (l = 0; l < c.n_layers; ++l) {
@@ -551,7 +527,7 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
     PINFER_STEP(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s), "kv write");
     PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,
                                 d_table_start_, d_positions_, att_, s,
-                                split ? d_attn_scratch_ : nullptr, attn_max_ctx_),
+                                split ? d_attn_scratch_ : nullptr, attn_splits_),
                 "paged attention");
     PINFER_STEP(matmul_->Run(L.wo, att_, n, x_, s, /*accumulate=*/true), "matmul wo (+ residual)");
     PINFER_STEP(LaunchRmsNorm(x_, nullptr, L.ffn_norm, n, c.dim, c.rms_eps, xb_, s), "ffn rmsnorm");
@@ -616,7 +592,6 @@ absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
   const int bs = cache.block_size();
   const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);
   PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(std::max(max_num_seqs, 1)) * per_seq));
-  PINFER_RETURN_IF_ERROR(ReserveAttentionScratch(cache.config().max_model_len));
   PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   size_t free0 = 0, free1 = 0, total = 0;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
   std::string name() const override { return name_; }
   absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
   uint64_t WorkspaceBytes() const override {
-    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t) + attn_scratch_bytes_;
+    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t);
   }
   absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) override;
   uint64_t DetectedMemory() const override { return detected_; }
@@ -81,9 +81,6 @@ class CudaBackend final : public Backend {
   absl::Status UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded);
   absl::Status UploadMeta(size_t table_entries);
   absl::Status ReserveTables(size_t entries);
-  // Split-K attention scratch for steps of up to kMaxGemvTokens tokens with contexts of up to
-  // max_ctx positions (reallocating drops the graphs).
-  absl::Status ReserveAttentionScratch(int max_ctx);
   // Every launch of a step of n tokens, n_out of them wanting logits, on stream_ only: no
   // allocation, no synchronisation, no host access (so it can be captured).
   absl::Status Enqueue(int n, int n_out, const KvLayerView& kv);
@@ -131,9 +128,10 @@ class CudaBackend final : public Backend {
   int32_t* h_tables_ = nullptr;
   size_t tables_capacity_ = 0;
   std::vector<std::pair<SeqId, int32_t>> table_of_;  // the step's sequences and table starts
+  // Split attention (decode-sized steps): at most attn_splits_ splits per (token, head), whose
+  // partial results live in the workspace, whatever the context length.
   float* d_attn_scratch_ = nullptr;
-  int attn_max_ctx_ = 0;
-  size_t attn_scratch_bytes_ = 0;
+  int attn_splits_ = 1;
 
   bool debug_sync_ = false;       // PINFER_CUDA_SYNC=1
   bool permuted_inputs_ = false;  // some matrix has an act-order permutation

@@ -117,15 +117,26 @@ cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v,
 // its sequence, whose block table starts at tables + table_start[t].
 // q, out: [n_tokens x n_heads x head_dim].
 // split_scratch == nullptr: a thread block per (token, head) walks the whole context. Else
-// (decode steps: few tokens, few blocks) the context is cut into splits of kAttnSplitLen
-// positions, a block each, merged by a second kernel ("flash decoding"); the scratch holds
-// AttentionSplitFloats(n_tokens, n_heads, head_dim, max_ctx) floats, max_ctx >= pos[t] + 1.
-// A token's result depends only on its own context (never on the other tokens of the step).
-constexpr int kAttnSplitLen = 64;
-size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_ctx);
+// (decode steps: few tokens, few blocks) each token's context is cut into at most max_splits
+// splits of AttentionSplitLen(context, max_splits) positions, a block each, merged by a second
+// kernel ("flash decoding"); the scratch holds AttentionSplitFloats(n_tokens, n_heads,
+// head_dim, max_splits) floats. The grid and the scratch depend on max_splits, not on the
+// context length. A token's result depends only on its own context and max_splits (never
+// on the other tokens of the step).
+constexpr int kAttnMinSplitLen = 32;  // positions: one round of the block's warps
+constexpr int kAttnMaxSplits = 64;
+// Splits that give a decode step of one sequence about two thread blocks per SM.
+int AttentionMaxSplits(int n_heads, int sm_count);
+// Positions per split for a context of n_ctx positions: a multiple of kAttnMinSplitLen.
+__host__ __device__ inline int AttentionSplitLen(int n_ctx, int max_splits) {
+  const int even = (n_ctx + max_splits - 1) / max_splits;
+  const int len = (even + kAttnMinSplitLen - 1) / kAttnMinSplitLen * kAttnMinSplitLen;
+  return len > kAttnMinSplitLen ? len : kAttnMinSplitLen;
+}
+size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_splits);
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
                             int n_kv_heads, int head_dim, float scale, const int32_t* tables,
                             const int32_t* table_start, const int32_t* positions, float* out,
-                            cudaStream_t s, float* split_scratch = nullptr, int max_ctx = 0);
+                            cudaStream_t s, float* split_scratch = nullptr, int max_splits = 0);
 
 }  // namespace pinfer::cuda

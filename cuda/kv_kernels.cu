@@ -196,27 +196,33 @@ __device__ __forceinline__ int64_t PartialAt(int t, int h, int n_heads, int spli
          (static_cast<int64_t>(hd) + 2);
 }
 
-// How many splits of split_len positions a context of n_ctx has (the last one takes the rest).
-__device__ __forceinline__ int SplitsOf(int n_ctx, int split_len, int max_splits) {
-  return min(max_splits, (n_ctx + split_len - 1) / split_len);
-}
-
 // One block per (query token, query head, split of the context); its warps share the split
 // (warp w takes positions [w, w + 1, ..., w + kAttnUnroll) + k x kAttnWarps x kAttnUnroll),
-// each keeping kAttnUnroll positions' loads in flight and an online softmax; merged at the
-// end. split_len == 0: one split, the whole context, written to out; else split z covers
-// [z x split_len, (z + 1) x split_len) (the last one up to the end) and leaves its partial
-// result in `partial` for AttentionMergeKernel.
+// each keeping kAttnUnroll positions' K and V loads in flight and an online softmax; merged
+// at the end. kPerLane = head_dim / 32 rounded up (values per lane). max_splits == 0: one
+// split, the whole context, written to out; else split z covers [z x len, (z + 1) x len)
+// with len = AttentionSplitLen(context, max_splits), and leaves its partial result in
+// `partial` for AttentionMergeKernel.
+template <int kPerLane>
 __global__ void __launch_bounds__(32 * kAttnWarps)
     AttentionKernel(KvLayerView kv, const float* __restrict__ q, int n_heads, int n_kv_heads,
                     int hd, float scale, const int32_t* tables, const int32_t* table_start,
-                    const int32_t* positions, float* __restrict__ out, int split_len,
-                    int max_splits, float* __restrict__ partial) {
+                    const int32_t* positions, float* __restrict__ out, int max_splits,
+                    float* __restrict__ partial) {
   __shared__ float s_m[kAttnWarps], s_l[kAttnWarps];
-  __shared__ float s_acc[kAttnWarps][kMaxHeadDim];
+  __shared__ float s_acc[kAttnWarps][32 * kPerLane];
   const int t = blockIdx.x, h = blockIdx.y;
   const int kvh = h / (n_heads / n_kv_heads);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n_ctx = positions[t] + 1;
+  const int split = blockIdx.z;
+  int p_begin = 0, p_end = n_ctx;
+  if (max_splits > 0) {
+    const int len = AttentionSplitLen(n_ctx, max_splits);
+    if (split * len >= n_ctx) return;  // the whole block: no barrier yet
+    p_begin = split * len;
+    p_end = min(n_ctx, p_begin + len);
+  }
   const float* qh = q + (static_cast<int64_t>(t) * n_heads + h) * hd;
   float qv[kPerLane], acc[kPerLane];
 #pragma unroll
@@ -226,29 +232,24 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
     acc[i] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
-  const int n_ctx = positions[t] + 1;
-  const int split = blockIdx.z;
-  int p_begin = 0, p_end = n_ctx;
-  if (split_len > 0) {
-    if (split >= SplitsOf(n_ctx, split_len, max_splits)) return;  // the whole block: no barrier yet
-    p_begin = split * split_len;
-    if (split + 1 < SplitsOf(n_ctx, split_len, max_splits)) p_end = p_begin + split_len;
-  }
   const int32_t* table = tables + table_start[t];
   const int col0 = kvh * hd;
   for (int p0 = p_begin + warp * kAttnUnroll; p0 < p_end; p0 += kAttnWarps * kAttnUnroll) {
-    const uint8_t* krow[kAttnUnroll];
-    float s[kAttnUnroll];
+    float s[kAttnUnroll], vv[kAttnUnroll][kPerLane];
 #pragma unroll
     for (int u = 0; u < kAttnUnroll; ++u) {
       const int p = min(p0 + u, p_end - 1);  // a valid row; positions past the end are masked
-      krow[u] = kv.base + static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
-                kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
+      const uint8_t* krow = kv.base +
+                            static_cast<size_t>(table[p / kv.block_size]) * kv.block_bytes +
+                            kv.layer_offset + static_cast<size_t>(p % kv.block_size) * kv.row_bytes;
+      const uint8_t* vrow = krow + kv.v_offset;
       float dot = 0.0f;
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
         const int e = lane + 32 * i;
-        if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow[u], col0 + e);
+        // V is loaded with K, before the softmax needs it, so both are in flight at once.
+        vv[u][i] = e < hd ? KvLoad(kv.dtype, vrow, col0 + e) : 0.0f;
+        if (e < hd) dot += qv[i] * KvLoad(kv.dtype, krow, col0 + e);
       }
       s[u] = dot;
     }
@@ -267,12 +268,8 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
       if (p0 + u < p_end) {
         const float w = expf(s[u] - m_new);
         l += w;
-        const uint8_t* vrow = krow[u] + kv.v_offset;
 #pragma unroll
-        for (int i = 0; i < kPerLane; ++i) {
-          const int e = lane + 32 * i;
-          if (e < hd) acc[i] += w * KvLoad(kv.dtype, vrow, col0 + e);
-        }
+        for (int i = 0; i < kPerLane; ++i) acc[i] += w * vv[u][i];
       }
     }
     m = m_new;
@@ -282,10 +279,7 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
     s_l[warp] = l;
   }
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int e = lane + 32 * i;
-    if (e < hd) s_acc[warp][e] = acc[i];
-  }
+  for (int i = 0; i < kPerLane; ++i) s_acc[warp][lane + 32 * i] = acc[i];
   __syncthreads();
   float mx = -INFINITY;
   for (int w = 0; w < kAttnWarps; ++w) mx = fmaxf(mx, s_m[w]);
@@ -294,7 +288,7 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
     f[w] = s_m[w] == -INFINITY ? 0.0f : expf(s_m[w] - mx);
     total += s_l[w] * f[w];
   }
-  if (split_len > 0) {
+  if (max_splits > 0) {
     float* rec = partial + PartialAt(t, h, n_heads, split, max_splits, hd);
     if (threadIdx.x == 0) {
       rec[0] = mx;
@@ -317,10 +311,12 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
 
 // One block per (query token, query head): the splits' partial results -> out.
 __global__ void AttentionMergeKernel(const float* __restrict__ partial, int n_heads, int hd,
-                                     const int32_t* positions, int split_len, int max_splits,
+                                     const int32_t* positions, int max_splits,
                                      float* __restrict__ out) {
   const int t = blockIdx.x, h = blockIdx.y;
-  const int n = SplitsOf(positions[t] + 1, split_len, max_splits);
+  const int n_ctx = positions[t] + 1;
+  const int len = AttentionSplitLen(n_ctx, max_splits);
+  const int n = (n_ctx + len - 1) / len;
   const float* rec0 = partial + PartialAt(t, h, n_heads, 0, max_splits, hd);
   const int64_t stride = static_cast<int64_t>(hd) + 2;
   float mx = -INFINITY;
@@ -344,34 +340,44 @@ cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v,
   return cudaGetLastError();
 }
 
-size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_ctx) {
-  const int64_t splits = (std::max(max_ctx, 1) + kAttnSplitLen - 1) / kAttnSplitLen;
+int AttentionMaxSplits(int n_heads, int sm_count) {
+  const int want = (2 * std::max(sm_count, 1) + std::max(n_heads, 1) - 1) / std::max(n_heads, 1);
+  return std::clamp(want, 1, kAttnMaxSplits);
+}
+
+size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_splits) {
   return static_cast<size_t>(std::max(n_tokens, 0)) * static_cast<size_t>(std::max(n_heads, 0)) *
-         static_cast<size_t>(splits) * (static_cast<size_t>(std::max(head_dim, 0)) + 2);
+         static_cast<size_t>(std::max(max_splits, 1)) *
+         (static_cast<size_t>(std::max(head_dim, 0)) + 2);
 }
 
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
                             int n_kv_heads, int head_dim, float scale, const int32_t* tables,
                             const int32_t* table_start, const int32_t* positions, float* out,
-                            cudaStream_t s, float* split_scratch, int max_ctx) {
+                            cudaStream_t s, float* split_scratch, int max_splits) {
   if (n_tokens <= 0) return cudaSuccess;
   if (head_dim > kMaxHeadDim || n_kv_heads <= 0 || n_heads % n_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }
-  if (split_scratch == nullptr) {
-    AttentionKernel<<<dim3(n_tokens, n_heads, 1), 32 * kAttnWarps, 0, s>>>(
-        kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out, 0, 1,
-        nullptr);
-    return cudaGetLastError();
+  if (split_scratch != nullptr && (max_splits < 1 || max_splits > kAttnMaxSplits)) {
+    return cudaErrorInvalidValue;
   }
-  if (max_ctx < 1) return cudaErrorInvalidValue;
-  const int max_splits = (max_ctx + kAttnSplitLen - 1) / kAttnSplitLen;
-  AttentionKernel<<<dim3(n_tokens, n_heads, max_splits), 32 * kAttnWarps, 0, s>>>(
-      kv, q, n_heads, n_kv_heads, head_dim, scale, tables, table_start, positions, out,
-      kAttnSplitLen, max_splits, split_scratch);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  AttentionMergeKernel<<<dim3(n_tokens, n_heads), 128, 0, s>>>(
-      split_scratch, n_heads, head_dim, positions, kAttnSplitLen, max_splits, out);
+  const int splits = split_scratch != nullptr ? max_splits : 0;
+  const dim3 grid(n_tokens, n_heads, std::max(splits, 1)), block(32 * kAttnWarps);
+  if (head_dim <= 64) {
+    AttentionKernel<2><<<grid, block, 0, s>>>(kv, q, n_heads, n_kv_heads, head_dim, scale, tables,
+                                              table_start, positions, out, splits, split_scratch);
+  } else if (head_dim <= 128) {
+    AttentionKernel<4><<<grid, block, 0, s>>>(kv, q, n_heads, n_kv_heads, head_dim, scale, tables,
+                                              table_start, positions, out, splits, split_scratch);
+  } else {
+    AttentionKernel<kPerLane><<<grid, block, 0, s>>>(kv, q, n_heads, n_kv_heads, head_dim, scale,
+                                                     tables, table_start, positions, out, splits,
+                                                     split_scratch);
+  }
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess || splits == 0) return e;
+  AttentionMergeKernel<<<dim3(n_tokens, n_heads), 128, 0, s>>>(split_scratch, n_heads, head_dim,
+                                                               positions, splits, out);
   return cudaGetLastError();
 }
 

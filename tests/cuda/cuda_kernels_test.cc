@@ -657,6 +657,23 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
 // Two sequences with interleaved (non-contiguous) block tables; a prefill chunk of one and a
 // decode token of the other, GQA 8/2 heads, head_dim 64, 96 (not a multiple of the warp) and
 // 256 (the kernel's largest); 1e-4 relative to the largest output.
+// Split attention's geometry (no device needed): about two blocks per SM for one sequence,
+// splits a multiple of kAttnMinSplitLen that cover the context in at most max_splits.
+TEST(CudaAttentionSplits, CountAndLength) {
+  EXPECT_EQ(AttentionMaxSplits(32, 132), 9);  // llama2-7b on an H100/H200
+  EXPECT_EQ(AttentionMaxSplits(8, 132), 33);
+  EXPECT_EQ(AttentionMaxSplits(1, 1000), kAttnMaxSplits);
+  EXPECT_EQ(AttentionMaxSplits(64, 16), 1);
+  for (int splits : {1, 3, 9, 64}) {
+    for (int ctx : {1, 31, 32, 33, 100, 4096, 131072}) {
+      const int len = AttentionSplitLen(ctx, splits);
+      EXPECT_EQ(len % kAttnMinSplitLen, 0);
+      EXPECT_LE((ctx + len - 1) / len, splits) << ctx << " positions in " << splits;
+      EXPECT_GE(len * splits, ctx);
+    }
+  }
+}
+
 TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
   REQUIRE_CUDA();
   for (const int hd : {64, 96, 256}) {
@@ -713,17 +730,17 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
                                 scale, dtab.get(), dstart.get(), dpos.get(), out.get(), nullptr),
                 cudaSuccess);
       ExpectClose(out.Download(), want, 1e-4, "attention " + name);
-      // Split over the context in kAttnSplitLen pieces (decode steps), merged by a second kernel:
-      // contexts of 94..100 positions in 2 splits (of at most 4, or 2), or in 1 when the given
-      // max context is shorter (the last split takes the rest).
-      for (int max_ctx : {256, 100, 40}) {
-        DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_ctx)), out2(want.size());
+      // Split over the context (decode steps), merged by a second kernel. Contexts of 94..100
+      // positions: 1 split of 128 (max 1), 2 of 64 (max 2), 3 or 4 of 32, the last one
+      // partial (max 4 and 8); the context of 20: 1 split of 32.
+      for (int max_splits : {1, 2, 4, 8}) {
+        DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_splits)), out2(want.size());
         ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
                                   scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
-                                  scratch.get(), max_ctx),
+                                  scratch.get(), max_splits),
                   cudaSuccess);
         ExpectClose(out2.Download(), want, 1e-4,
-                    "split attention " + name + " max_ctx " + std::to_string(max_ctx));
+                    "split attention " + name + " max_splits " + std::to_string(max_splits));
       }
     }
   }
