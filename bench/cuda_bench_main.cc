@@ -91,17 +91,25 @@ int Kernels() {
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&w), host.size()));
     CHECK_CUDA(cudaMemcpy(w, host.data(), host.size(), cudaMemcpyHostToDevice));
     cuda::DeviceMatrix dm{static_cast<int>(t), rows, cols, rb, w};
-    for (int n : {1, 16}) {
-      const double ms =
-          TimeMs([&] { CHECK_CUDA(cuda::LaunchGemv(dm, x, n, y, rows, nullptr)); }, 50);
-      const double gbs = (host.size() + 4.0 * n * (cols + rows)) / (ms * 1e6);
-      std::printf("gemv %-6s 11008x4096 n=%-2d %10.1f %10.0f %7.0f%%\n",
-                  std::string(GgmlTypeInfoOf(t).name).c_str(), n, ms * 1e3, gbs,
-                  100 * gbs / copy_gbs);
-      std::printf("RESULT kernel name=gemv_%s_n%d us=%.1f gbs=%.1f pct=%.1f\n",
-                  std::string(GgmlTypeInfoOf(t).name).c_str(), n, ms * 1e3, gbs,
-                  100 * gbs / copy_gbs);
+    // Block types in both GEMV lane layouts (kernels.h): "units" rows are the alternative.
+    const bool block_type = t != GgmlType::kF16;
+    for (cuda::GemvLayout layout : {cuda::GemvLayout::kGroups, cuda::GemvLayout::kUnits}) {
+      if (!block_type && layout == cuda::GemvLayout::kUnits) continue;
+      cuda::SetGemvLayout(layout);
+      const char* suffix = layout == cuda::GemvLayout::kUnits ? "_units" : "";
+      for (int n : {1, 16}) {
+        const double ms =
+            TimeMs([&] { CHECK_CUDA(cuda::LaunchGemv(dm, x, n, y, rows, nullptr)); }, 50);
+        const double gbs = (host.size() + 4.0 * n * (cols + rows)) / (ms * 1e6);
+        std::printf("gemv %-6s%-6s 11008x4096 n=%-2d %10.1f %10.0f %7.0f%%\n",
+                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
+                    100 * gbs / copy_gbs);
+        std::printf("RESULT kernel name=gemv_%s%s_n%d us=%.1f gbs=%.1f pct=%.1f\n",
+                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
+                    100 * gbs / copy_gbs);
+      }
     }
+    cuda::SetGemvLayout(cuda::GemvLayout::kGroups);
     cudaFree(w);
   }
   // Decode attention as a decode step runs it (split over the context, as many splits as
@@ -227,14 +235,16 @@ int Decode(const std::string& path, int batch, int ctx, const std::string& kv, b
   const double step_s = secs > 0 ? (decoded / static_cast<double>(batch)) / secs : 0.0;
   const double gbs = step_s * DecodeStepBytes(**model, (*e)->cache(), batch, ctx + gen / 2) / 1e9;
   const std::string name = path.substr(path.find_last_of('/') + 1);
+  const char* gemv = cuda::CurrentGemvLayout() == cuda::GemvLayout::kUnits ? "units" : "groups";
   std::printf(
-      "decode %-28s batch %2d ctx %4d kv %-5s %-6s %8.1f tok/s %7.0f GB/s (%3.0f%% of copy)\n",
-      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", tok_s, gbs,
+      "decode %-28s batch %2d ctx %4d kv %-5s %-6s gemv %-6s %8.1f tok/s %7.0f GB/s (%3.0f%% of "
+      "copy)\n",
+      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, tok_s, gbs,
       100 * gbs / copy_gbs);
   std::printf(
-      "RESULT decode model=%s batch=%d ctx=%d kv=%s mode=%s tok_s=%.1f gbs=%.1f copy_gbs=%.1f "
-      "pct=%.1f replays=%lld\n",
-      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", tok_s, gbs, copy_gbs,
+      "RESULT decode model=%s batch=%d ctx=%d kv=%s mode=%s gemv=%s tok_s=%.1f gbs=%.1f "
+      "copy_gbs=%.1f pct=%.1f replays=%lld\n",
+      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, tok_s, gbs, copy_gbs,
       100 * gbs / copy_gbs, static_cast<long long>(cb.graph_replays()));
   return 0;
 }

@@ -125,7 +125,10 @@ absl::Status DeviceMatMul::Run(const DeviceMatrix& w, const float* x, int n, flo
                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return absl::OkStatus();
   }
-  const int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(tile_bytes_ / (2ull * k)));
+  // Whole multiples of 128 rows when a tile holds more, so that every tile's output y + r0
+  // stays 512-byte aligned (cuBLAS picks its faster kernels for aligned operands).
+  int64_t tile_rows = std::max<int64_t>(1, static_cast<int64_t>(tile_bytes_ / (2ull * k)));
+  if (tile_rows > 128) tile_rows -= tile_rows % 128;
   for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
     const int64_t rows = std::min(tile_rows, w.rows - r0);
     PINFER_CUDA_RETURN_IF_ERROR(LaunchDequantRows(w, r0, rows, tile_, false, s));

@@ -46,6 +46,16 @@ struct DeviceMatrix {
 };
 
 bool WeightTypeSupported(int type);
+
+// The decode GEMV's lane layout for block types. kGroups (the default, gemv_groups.cuh): lane
+// l of a row's warp takes 8-value groups l, l + 32, ..., so the warp reads x contiguously.
+// kUnits (gemv_units.cuh): each lane takes whole blocks with the widest loads the layout
+// allows, and the warp reads x at a stride of a block. Which is faster is the GPU's to say:
+// cuda_bench times both. PINFER_CUDA_GEMV=units|groups in the environment sets the initial
+// choice; CUDA graphs keep the kernels they were captured with.
+enum class GemvLayout { kGroups = 0, kUnits = 1 };
+void SetGemvLayout(GemvLayout layout);
+GemvLayout CurrentGemvLayout();
 // Values per quantization group of 8 needing no tail: cols % 8 == 0 for block types.
 
 // x[t] = dequant(emb.row(tokens[t])), t < n.

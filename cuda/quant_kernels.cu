@@ -4,7 +4,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "cuda/dequant.cuh"
+#include "cuda/gemv_groups.cuh"
 #include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 
@@ -72,8 +77,9 @@ __device__ __forceinline__ int PartOf(const GemvJob& job, unsigned* first) {
   return part;
 }
 
-// kLegacy: GemvLegacyLane<kType, kUnitBlocks, kWords>; else GemvKLane<kType>.
-template <int kType, int kUnitBlocks, bool kWords, int kMaxT>
+// kGroups: gemv::GroupLane<kType> (gemv_groups.cuh); else for legacy types
+// gemv::LegacyLane<kType, kUnitBlocks, kWords>, for K types gemv::KLane<kType>.
+template <int kType, int kUnitBlocks, bool kWords, int kMaxT, bool kGroups = false>
 __global__ void __launch_bounds__(32 * kGemvWarps)
     GemvVectorKernel(GemvJob job, const float* __restrict__ x, int n) {
   constexpr bool kLegacy = gemv::LegacyBlockBytes(kType) > 0;
@@ -87,7 +93,11 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
 #pragma unroll
   for (int t = 0; t < kMaxT; ++t) acc[t] = acc2[t] = 0.0f;
   const int64_t at = r * static_cast<int64_t>(w.row_bytes);
-  if constexpr (kLegacy) {
+  if constexpr (kGroups) {
+    gemv::GroupLane<kType>(w.data + at, x, w.cols, n, lane, 32, acc);
+    if (job.op == kGemvSwiGlu)
+      gemv::GroupLane<kType>(job.w[1].data + at, x, w.cols, n, lane, 32, acc2);
+  } else if constexpr (kLegacy) {
     gemv::LegacyLane<kType, kUnitBlocks, kWords>(w.data + at, x, w.cols, n, lane, 32, acc);
     if (job.op == kGemvSwiGlu) {
       gemv::LegacyLane<kType, kUnitBlocks, kWords>(job.w[1].data + at, x, w.cols, n, lane, 32,
@@ -169,8 +179,17 @@ __global__ void DequantRowsKernel(DeviceMatrix w, const int32_t* tokens, int64_t
   }
   float v[8];
   Dequant8(w.type, row, g, v);
+  // The 8 outputs in 16-byte stores (o + g * 8 is 16-byte aligned: cols % 8 == 0 and out
+  // is a device allocation).
+  union {
+    Out o[8];
+    uint4 u[sizeof(Out) * 8 / 16];
+  } pack;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) o[g * 8 + k] = Convert<Out>(v[k]);
+  for (int k = 0; k < 8; ++k) pack.o[k] = Convert<Out>(v[k]);
+  uint4* dst = reinterpret_cast<uint4*>(o + g * 8);
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(sizeof(Out) * 8 / 16); ++k) dst[k] = pack.u[k];
 }
 
 __global__ void GatherColumnsKernel(const float* __restrict__ x, const int32_t* __restrict__ perm,
@@ -193,6 +212,23 @@ int64_t ThreadsPerRow(const DeviceMatrix& w) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<int> gemv_layout{-1};  // -1: not chosen yet (PINFER_CUDA_GEMV decides)
+}  // namespace
+
+void SetGemvLayout(GemvLayout layout) { gemv_layout = static_cast<int>(layout); }
+
+GemvLayout CurrentGemvLayout() {
+  int l = gemv_layout.load();
+  if (l < 0) {
+    const char* env = std::getenv("PINFER_CUDA_GEMV");
+    l = static_cast<int>(env != nullptr && std::strcmp(env, "units") == 0 ? GemvLayout::kUnits
+                                                                          : GemvLayout::kGroups);
+    gemv_layout = l;
+  }
+  return static_cast<GemvLayout>(l);
+}
 
 bool WeightTypeSupported(int type) {
   switch (type) {
@@ -243,6 +279,25 @@ bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaS
     vec16 = vec16 && base % 16 == 0 && m.row_bytes % 16 == 0;
   }
   const dim3 grid(blocks), block(32 * kGemvWarps);
+  if (CurrentGemvLayout() == GemvLayout::kGroups) {
+    switch (w0.type) {
+#define PINFER_GROUPS(T)                                                          \
+  case T:                                                                         \
+    GemvVectorKernel<T, 1, false, kMaxT, true><<<grid, block, 0, s>>>(job, x, n); \
+    return true;
+      PINFER_GROUPS(kWQ4_0)
+      PINFER_GROUPS(kWQ4_1)
+      PINFER_GROUPS(kWQ5_0)
+      PINFER_GROUPS(kWQ5_1)
+      PINFER_GROUPS(kWQ8_0)
+      PINFER_GROUPS(kWQ4_K)
+      PINFER_GROUPS(kWQ5_K)
+      PINFER_GROUPS(kWQ6_K)
+#undef PINFER_GROUPS
+      default:
+        return false;
+    }
+  }
   switch (w0.type) {
 #define PINFER_LEGACY(T)                                                        \
   case T:                                                                       \
@@ -283,8 +338,12 @@ bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaS
 }
 
 bool LaunchJobAnyN(const GemvJob& job, unsigned blocks, const float* x, int n, cudaStream_t s) {
-  return n == 1 ? LaunchJob<1>(job, blocks, x, n, s)
-                : LaunchJob<kMaxGemvTokens>(job, blocks, x, n, s);
+  // Sums for kMaxT tokens live in registers: size them to the step (a token's sums are the
+  // same whatever kMaxT, so a padded graph step matches the eager one).
+  return n == 1   ? LaunchJob<1>(job, blocks, x, n, s)
+         : n <= 4 ? LaunchJob<4>(job, blocks, x, n, s)
+         : n <= 8 ? LaunchJob<8>(job, blocks, x, n, s)
+                  : LaunchJob<kMaxGemvTokens>(job, blocks, x, n, s);
 }
 
 cudaError_t CheckGemvArgs(const float* x, int n) {

@@ -168,13 +168,14 @@ if [[ -z "${SKIP_E2E:-}" ]]; then
   declare -A done_runs
   run_decode() {  # model batch ctx kv [eager]
     local tag
-    tag="$(basename "$1" .gguf)-b$2-c$3-$4${5:+-$5}"
+    tag="$(basename "$1" .gguf)-b$2-c$3-$4${5:+-$5}${GEMV_LAYOUT:+-$GEMV_LAYOUT}"
     [[ -n "${done_runs[$tag]:-}" ]] && return
     done_runs[$tag]=1
     if ((SECONDS - START > MAX_SECONDS)); then
       echo "skipped decode $tag: past MAX_SECONDS=$MAX_SECONDS"; skipped_runs=$((skipped_runs + 1)); return
     fi
-    if timeout 240 "$BUILD/bench/cuda_bench" decode "$@" >"$LOG/decode-$tag.log" 2>&1; then
+    if PINFER_CUDA_GEMV="${GEMV_LAYOUT:-groups}" timeout 240 "$BUILD/bench/cuda_bench" decode "$@" \
+        >"$LOG/decode-$tag.log" 2>&1; then
       grep -v "^RESULT" "$LOG/decode-$tag.log"
     else
       tail -5 "$LOG/decode-$tag.log"; fail "decode $tag (log: $LOG/decode-$tag.log)"
@@ -183,9 +184,11 @@ if [[ -z "${SKIP_E2E:-}" ]]; then
   skipped_runs=0
   q40="$MODELS/llama2-7b-Q4_0.gguf"
   if [[ -f "$q40" ]]; then
-    # The target first, then the same step without CUDA graphs (what they are worth).
+    # The target first, then the same step without CUDA graphs (what they are worth), and
+    # with the GEMV's other lane layout (which one is the default is this run's to decide).
     run_decode "$q40" 1 512 f16
     run_decode "$q40" 1 512 f16 eager
+    GEMV_LAYOUT=units run_decode "$q40" 1 512 f16
   fi
   for type in Q4_0 Q4_K_M; do
     f="$MODELS/llama2-7b-$type.gguf"
@@ -205,14 +208,14 @@ cat "$LOG"/kernels.log "$LOG"/decode-*.log 2>/dev/null | grep "^RESULT" | awk '
   $2 == "copy" { copy = val("gbs") }
   $2 == "kernel" { k[++nk] = sprintf("  %-28s %10s us %8s GB/s %6s%% of copy", val("name"), val("us"), val("gbs"), val("pct")) }
   $2 == "decode" {
-    d[++nd] = sprintf("  %-22s %6s %6s %6s %-7s %10s %8s %6s%%", val("model"), val("batch"), val("ctx"), val("kv"), val("mode"), val("tok_s"), val("gbs"), val("pct"))
-    if (val("model") ~ /Q4_0/ && val("batch") == 1 && val("mode") == "graphs" && val("ctx") == 512 && val("kv") == "f16") target = val("pct")
+    d[++nd] = sprintf("  %-22s %6s %6s %6s %-7s %-6s %10s %8s %6s%%", val("model"), val("batch"), val("ctx"), val("kv"), val("mode"), val("gemv"), val("tok_s"), val("gbs"), val("pct"))
+    if (val("model") ~ /Q4_0/ && val("batch") == 1 && val("mode") == "graphs" && val("ctx") == 512 && val("kv") == "f16" && val("gemv") != "units") target = val("pct")
   }
   END {
     printf "device-to-device copy: %s GB/s (read + write)\n\n", copy
     if (nk) { print "kernels:"; for (i = 1; i <= nk; ++i) print k[i]; print "" }
     if (nd) {
-      printf "decode:\n  %-22s %6s %6s %6s %-7s %10s %8s %7s\n", "model", "batch", "ctx", "kv", "mode", "tok/s", "GB/s", "of copy"
+      printf "decode:\n  %-22s %6s %6s %6s %-7s %-6s %10s %8s %7s\n", "model", "batch", "ctx", "kv", "mode", "gemv", "tok/s", "GB/s", "of copy"
       for (i = 1; i <= nd; ++i) print d[i]
       print ""
     }

@@ -15,6 +15,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_device.h"
 #include "cuda/device_matmul.h"
+#include "cuda/gemv_groups.cuh"
 #include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
 #include "engine/engine.h"
@@ -98,6 +99,13 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
       << what << ": worst element " << worst << " got " << got[worst] << " want " << want[worst]
       << " (relative error " << max_err / std::max(max_ref, 1e-30) << ", tolerance " << tol << ")";
 }
+
+// Both lane layouts of the decode GEMV (kernels.h), the default restored afterwards.
+const GemvLayout kGemvLayouts[] = {GemvLayout::kGroups, GemvLayout::kUnits};
+std::string LayoutName(GemvLayout l) { return l == GemvLayout::kGroups ? " groups" : " units"; }
+struct DefaultGemvLayout {
+  ~DefaultGemvLayout() { SetGemvLayout(GemvLayout::kGroups); }
+};
 
 // ---- element-wise kernels (tolerance 1e-5 relative; RoPE 1e-5 too: the frequencies come
 // from the host, so only the device's sinf/cosf differ, by a few ulp) ----
@@ -283,14 +291,18 @@ TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
     HostMatrix m = MakeMatrix(t, rows, cols, 8);
     DevBuf<uint8_t> wb(m.bytes.size());
     const DeviceMatrix dm = ToDevice(m, wb);
-    for (int n : {1, 3, 16, 17, 48}) {
-      const auto x = Random(n * cols, 9 + n);
-      std::vector<float> want(n * rows);
-      MatMul(m.w, x.data(), n, want.data(), pool);
-      DevBuf<float> dx(x), dy(want.size());
-      ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
-      ExpectClose(dy.Download(), want, n <= kMaxGemvTokens ? 1e-4 : 1e-2,
-                  "matmul " + name + " n=" + std::to_string(n));
+    DefaultGemvLayout restore;
+    for (GemvLayout layout : kGemvLayouts) {
+      SetGemvLayout(layout);
+      for (int n : {1, 3, 16, 17, 48}) {
+        const auto x = Random(n * cols, 9 + n);
+        std::vector<float> want(n * rows);
+        MatMul(m.w, x.data(), n, want.data(), pool);
+        DevBuf<float> dx(x), dy(want.size());
+        ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
+        ExpectClose(dy.Download(), want, n <= kMaxGemvTokens ? 1e-4 : 1e-2,
+                    "matmul " + name + LayoutName(layout) + " n=" + std::to_string(n));
+      }
     }
   }
   mm->reset();
@@ -446,8 +458,41 @@ void CheckKLanes(GgmlType t) {
   }
 }
 
-// Every vectorised load path of the GEMV, its index math checked against the CPU's MatMul.
+template <int kType>
+void CheckGroupLanes(GgmlType t) {
+  const std::string name(GgmlTypeInfoOf(t).name);
+  const bool k_type = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+  for (int64_t cols :
+       k_type ? std::vector<int64_t>{256, 768, 2816} : std::vector<int64_t>{32, 160, 512}) {
+    HostMatrix m = MakeMatrix(t, 12, cols, 53);
+    ThreadPool pool(2);
+    for (int n : {1, 4, 16}) {
+      const auto x = Random(n * cols, 80 + n);
+      std::vector<float> want(n * m.w.rows);
+      MatMul(m.w, x.data(), n, want.data(), pool);
+      const auto got = HostGemv(m, m.bytes.data(), x, n,
+                                [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+                                   float(&acc)[kMaxGemvTokens]) {
+                                  gemv::GroupLane<kType>(row, xp, c, nn, lane, 32, acc);
+                                });
+      ExpectClose(
+          got, want, 1e-4,
+          "host group lanes " + name + " cols=" + std::to_string(cols) + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// Every load path of the GEMV's two lane layouts, its index math checked against the CPU's
+// MatMul.
 TEST(CudaGemvLanes, EveryLoadPathMatchesCpuOnHost) {
+  CheckGroupLanes<kWQ4_0>(GgmlType::kQ4_0);
+  CheckGroupLanes<kWQ4_1>(GgmlType::kQ4_1);
+  CheckGroupLanes<kWQ5_0>(GgmlType::kQ5_0);
+  CheckGroupLanes<kWQ5_1>(GgmlType::kQ5_1);
+  CheckGroupLanes<kWQ8_0>(GgmlType::kQ8_0);
+  CheckGroupLanes<kWQ4_K>(GgmlType::kQ4_K);
+  CheckGroupLanes<kWQ5_K>(GgmlType::kQ5_K);
+  CheckGroupLanes<kWQ6_K>(GgmlType::kQ6_K);
   // Pairs of 18/22/34-byte blocks (an even number per row) and single blocks (odd or even).
   CheckLegacyLanes<kWQ4_0, 2, true>(GgmlType::kQ4_0, 512);
   CheckLegacyLanes<kWQ4_0, 1, false>(GgmlType::kQ4_0, 160);
@@ -490,15 +535,19 @@ TEST(CudaKernels, GemvOtherLayoutsMatchCpu) {
           cudaSuccess);
       const DeviceMatrix dm{static_cast<int>(t), rows, lay.cols, m.w.row_bytes,
                             wb.get() + lay.offset};
-      for (int n : {1, 5, 16}) {
-        const auto x = Random(n * lay.cols, 40 + n);
-        std::vector<float> want(n * rows);
-        MatMul(m.w, x.data(), n, want.data(), pool);
-        DevBuf<float> dx(x), dy(want.size());
-        ASSERT_EQ(LaunchGemv(dm, dx.get(), n, dy.get(), rows, nullptr), cudaSuccess);
-        ExpectClose(dy.Download(), want, 1e-4,
-                    "gemv " + name + " cols=" + std::to_string(lay.cols) +
-                        " offset=" + std::to_string(lay.offset) + " n=" + std::to_string(n));
+      DefaultGemvLayout restore;
+      for (GemvLayout layout : kGemvLayouts) {
+        SetGemvLayout(layout);
+        for (int n : {1, 5, 16}) {
+          const auto x = Random(n * lay.cols, 40 + n);
+          std::vector<float> want(n * rows);
+          MatMul(m.w, x.data(), n, want.data(), pool);
+          DevBuf<float> dx(x), dy(want.size());
+          ASSERT_EQ(LaunchGemv(dm, dx.get(), n, dy.get(), rows, nullptr), cudaSuccess);
+          ExpectClose(dy.Download(), want, 1e-4,
+                      "gemv " + name + LayoutName(layout) + " cols=" + std::to_string(lay.cols) +
+                          " offset=" + std::to_string(lay.offset) + " n=" + std::to_string(n));
+        }
       }
     }
   }
@@ -518,8 +567,13 @@ TEST(CudaKernels, FusedGemvLaunchesMatchCpu) {
                mv = MakeMatrix(t, 16, cols, 83);
     DevBuf<uint8_t> bq(mq.bytes.size()), bk(mk.bytes.size()), bv(mv.bytes.size());
     const DeviceMatrix dq = ToDevice(mq, bq), dk = ToDevice(mk, bk), dv = ToDevice(mv, bv);
-    for (int n : {1, 7, 16}) {
-      const std::string what = name + " n=" + std::to_string(n);
+    DefaultGemvLayout restore;
+    for (const auto& [layout, n] :
+         {std::pair{GemvLayout::kGroups, 1}, std::pair{GemvLayout::kGroups, 7},
+          std::pair{GemvLayout::kGroups, 16}, std::pair{GemvLayout::kUnits, 1},
+          std::pair{GemvLayout::kUnits, 7}, std::pair{GemvLayout::kUnits, 16}}) {
+      SetGemvLayout(layout);
+      const std::string what = name + LayoutName(layout) + " n=" + std::to_string(n);
       const auto x = Random(n * cols, 90 + n);
       DevBuf<float> dx(x);
       // Q, K, V.
