@@ -8,6 +8,8 @@
 //                                        decode step reads (weights + KV) per second against
 //                                        device-to-device copy
 // Besides the text for people, each figure is one "RESULT key=value ..." line for scripts.
+// PINFER_BENCH_QUICK=1: small shapes and one timed run each, to check that the benchmarks
+// run (CTest runs them so on the CUDA emulator); its figures measure nothing.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -28,6 +30,14 @@ namespace {
 
 using namespace pinfer;
 
+bool Quick() {
+  static const bool quick = [] {
+    const char* e = std::getenv("PINFER_BENCH_QUICK");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  return quick;
+}
+
 #define CHECK_CUDA(x)                                                                          \
   do {                                                                                         \
     cudaError_t e_ = (x);                                                                      \
@@ -42,6 +52,7 @@ double TimeMs(Fn fn, int iters) {
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
+  if (Quick()) iters = 1;
   fn();  // warm-up
   CHECK_CUDA(cudaEventRecord(a));
   for (int i = 0; i < iters; ++i) fn();
@@ -56,7 +67,7 @@ double TimeMs(Fn fn, int iters) {
 
 // Device-to-device copy of 1 GiB, bytes read + written per second, in GB/s.
 double CopyGbs() {
-  const size_t copy_bytes = 1ull << 30;
+  const size_t copy_bytes = Quick() ? 16ull << 20 : 1ull << 30;
   void *src, *dst;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&src), copy_bytes));
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dst), copy_bytes));
@@ -72,7 +83,7 @@ int Kernels() {
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n\n", copy_gbs);
   std::printf("RESULT copy gbs=%.1f\n", copy_gbs);
   std::printf("%-28s %10s %10s %8s\n", "kernel", "us", "GB/s", "of copy");
-  const int64_t rows = 11008, cols = 4096;
+  const int64_t rows = Quick() ? 96 : 11008, cols = Quick() ? 512 : 4096;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> f(cols);
@@ -101,8 +112,9 @@ int Kernels() {
         const double ms =
             TimeMs([&] { CHECK_CUDA(cuda::LaunchGemv(dm, x, n, y, rows, nullptr)); }, 50);
         const double gbs = (host.size() + 4.0 * n * (cols + rows)) / (ms * 1e6);
-        std::printf("gemv %-6s%-6s 11008x4096 n=%-2d %10.1f %10.0f %7.0f%%\n",
-                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
+        std::printf("gemv %-6s%-6s %lldx%lld n=%-2d %10.1f %10.0f %7.0f%%\n",
+                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix,
+                    static_cast<long long>(rows), static_cast<long long>(cols), n, ms * 1e3, gbs,
                     100 * gbs / copy_gbs);
         std::printf("RESULT kernel name=gemv_%s%s_n%d us=%.1f gbs=%.1f pct=%.1f\n",
                     std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
@@ -121,7 +133,7 @@ int Kernels() {
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split),
                         cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
   for (int kvd : {cuda::kKF16, cuda::kKQ8_0}) {
-    for (int ctx : {512, 4096})
+    for (int ctx : Quick() ? std::vector<int>{64} : std::vector<int>{512, 4096})
       for (int seqs : {1, 16}) {
         const int heads = 32, kvh = 8, hd = 128, bs = 16, kv_dim = kvh * hd;
         const size_t row = kvd == cuda::kKF16 ? 2 * kv_dim : kv_dim / 32 * 34;
@@ -193,7 +205,7 @@ int Decode(const std::string& path, int batch, int ctx, const std::string& kv, b
   const double copy_gbs = CopyGbs();
   auto model = Model::Load(path);
   if (!model.ok()) return Fail(model.status());
-  const int gen = 32;
+  const int gen = Quick() ? 4 : 32;
   EngineConfig cfg;
   auto d = ParseKvDtype(kv);
   if (!d.ok()) return Fail(d.status());
@@ -209,7 +221,8 @@ int Decode(const std::string& path, int batch, int ctx, const std::string& kv, b
   std::mt19937 rng(7);
   for (int b = 0; b < batch; ++b) {
     GenerationRequest r;
-    for (int i = 0; i < ctx; ++i) r.prompt.push_back(1 + static_cast<int32_t>(rng() % 1000));
+    const uint32_t ids = static_cast<uint32_t>(std::min((*model)->config().n_vocab - 1, 1000));
+    for (int i = 0; i < ctx; ++i) r.prompt.push_back(1 + static_cast<int32_t>(rng() % ids));
     r.params.temperature = 0;
     r.params.max_tokens = gen;
     r.params.ignore_eos = true;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -455,4 +456,39 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   delete exec;
   return cudaSuccess;
+}
+
+struct EmuEvent {
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at;
+};
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = new EmuEvent();
+  return Ret(cudaSuccess);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (e == nullptr) return cudaErrorInvalidResourceHandle;
+  return emu::Submit(s, "cudaEventRecord", [e]() {
+    e->recorded = true;
+    e->at = std::chrono::steady_clock::now();
+  });
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (cudaError_t err = Unsafe("cudaEventSynchronize"); err != cudaSuccess) return err;
+  return e == nullptr ? cudaErrorInvalidResourceHandle : Ret(cudaSuccess);
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (start == nullptr || end == nullptr) return cudaErrorInvalidResourceHandle;
+  if (!start->recorded || !end->recorded) return cudaErrorInvalidResourceHandle;
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return Ret(cudaSuccess);
 }

@@ -109,6 +109,8 @@ struct cudaDeviceProp {
 struct EmuStream;
 struct EmuGraph;
 struct EmuGraphExec;
+struct EmuEvent;
 typedef EmuStream* cudaStream_t;
 typedef EmuGraph* cudaGraph_t;
 typedef EmuGraphExec* cudaGraphExec_t;
+typedef EmuEvent* cudaEvent_t;
