@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The pagedinfer command with --device cuda on the CUDA emulator (tests/cuda_emu): `run`
+# writes the CPU's greedy text (f16 and q8_0 KV, CUDA graphs and eager), names the device and
+# shows the ledger's CUDA lines; bench-kv runs both layouts on cuda. What gpu-check.sh runs on
+# a GPU, checked to run here first. Speed figures on the emulator mean nothing.
+# Usage: cli_smoke.sh PAGEDINFER PAGEDINFER_EMU MODEL
+set -euo pipefail
+cpu_bin=$1 emu_bin=$2 model=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+for kv in f16 q8_0; do
+  want=$("$cpu_bin" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --kv-dtype "$kv" \
+    --device cpu 2>/dev/null)
+  for eager in "" --enforce-eager; do
+    what="run --device cuda --kv-dtype $kv ${eager:-(graphs)}"
+    if ! got=$("$emu_bin" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --kv-dtype "$kv" \
+      --device cuda $eager --memory-report 2>"$tmp/err"); then
+      fail "$what exited non-zero: $(tail -3 "$tmp/err")"
+      continue
+    fi
+    before=$failures
+    [[ "$got" == "$want" ]] || fail "$what wrote '$got', the CPU '$want'"
+    grep -q "^device: cuda:0 (pagedinfer CUDA emulator" "$tmp/err" || fail "$what: no device line"
+    # The ledger's graph line: with graphs only.
+    if grep -q "^  cuda graphs " "$tmp/err"; then
+      [[ -z "$eager" ]] || fail "$what: a 'cuda graphs' ledger line without graphs"
+    else
+      [[ -n "$eager" ]] || fail "$what: no 'cuda graphs' ledger line"
+    fi
+    ((failures > before)) || echo "ok: $what"
+  done
+done
+
+if "$emu_bin" bench-kv -m "$model" --device cuda --requests 3 --dist uniform --min 8 --max 24 \
+  --seed 1 --max-model-len 64 --kv-cache-memory 40960 --max-num-seqs 4 \
+  --max-num-batched-tokens 64 >"$tmp/bench" 2>&1; then
+  grep -q "^| requests finished | 3 | 3 |" "$tmp/bench" || fail "bench-kv --device cuda: $(cat "$tmp/bench")"
+  echo "ok: bench-kv --device cuda"
+else
+  fail "bench-kv --device cuda exited non-zero: $(tail -5 "$tmp/bench")"
+fi
+((failures == 0)) || exit 1
