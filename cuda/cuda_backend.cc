@@ -76,6 +76,7 @@ CudaBackend::~CudaBackend() {
   cudaFree(cublas_workspace_);
   cudaFree(weights_);
   cudaFree(workspace_);
+  cudaFree(logits_);
   cudaFree(d_tables_);
   cudaFreeHost(h_tables_);
   cudaFreeHost(h_meta_);
@@ -246,7 +247,6 @@ absl::Status CudaBackend::AllocateWorkspace() {
   const size_t q = carve.Take(t * c.q_dim() * f), att = carve.Take(t * c.q_dim() * f);
   const size_t k = carve.Take(t * c.kv_dim() * f), v = carve.Take(t * c.kv_dim() * f);
   const size_t gate = carve.Take(t * c.n_ff * f), up = carve.Take(t * c.n_ff * f);
-  const size_t logits = carve.Take(t * c.n_vocab * f);
   // Split attention's partial results for decode-sized steps (attn_splits_ per head).
   const size_t attn = carve.Take(AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens),
                                                       c.n_heads, c.head_dim, attn_splits_) *
@@ -259,7 +259,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   workspace_ = static_cast<uint8_t*>(p);
   auto F = [&](size_t at) { return reinterpret_cast<float*>(workspace_ + at); };
   x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
-  gate_ = F(gate), up_ = F(up), logits_ = F(logits), d_attn_scratch_ = F(attn);
+  gate_ = F(gate), up_ = F(up), d_attn_scratch_ = F(attn);
   d_meta_ = workspace_ + meta;
   void* h = nullptr;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&h, meta_bytes_));
@@ -278,6 +278,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   if (!mm.ok()) return mm.status();
   matmul_ = std::move(*mm);
   workspace_bytes_ = carve.size() + matmul_->scratch_bytes();
+  PINFER_RETURN_IF_ERROR(ReserveLogits(t));
   // Block tables for max_tokens sequences of 64 blocks; grown on demand.
   return ReserveTables(t * 64);
 }
@@ -290,7 +291,9 @@ absl::Status CudaBackend::ReserveForLimits(int max_num_seqs, int max_model_len, 
   }
   // A step holds at most max_num_seqs sequences, each with at most this many blocks.
   const size_t per_seq = static_cast<size_t>((max_model_len + block_size - 1) / block_size);
-  return ReserveTables(static_cast<size_t>(max_num_seqs) * per_seq);
+  PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(max_num_seqs) * per_seq));
+  // A step wants logits for at most one row per sequence.
+  return ReserveLogits(static_cast<size_t>(std::min(max_tokens_, max_num_seqs)));
 }
 
 absl::Status CudaBackend::ReserveTables(size_t entries) {
@@ -315,6 +318,19 @@ absl::Status CudaBackend::ReserveTables(size_t entries) {
   PINFER_CUDA_RETURN_IF_ERROR(
       cudaMallocHost(reinterpret_cast<void**>(&h_tables_), capacity * sizeof(int32_t)));
   tables_capacity_ = capacity;
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::ReserveLogits(size_t rows) {
+  if (rows == logit_rows_) return absl::OkStatus();
+  DropGraphs();  // their output matmul writes the old buffer
+  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  cudaFree(logits_);
+  logits_ = nullptr;
+  logit_rows_ = 0;
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&logits_),
+                                         rows * model_.config().n_vocab * sizeof(float)));
+  logit_rows_ = rows;
   return absl::OkStatus();
 }
 
@@ -444,6 +460,11 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, flo
   }
   PINFER_RETURN_IF_ERROR(kv_storage_->status());
   const int n_out = static_cast<int>(batch.logit_rows.size());
+  if (static_cast<size_t>(n_out) > logit_rows_) {
+    return absl::InvalidArgumentError(absl::StrCat("a step wants logits for ", n_out,
+                                                   " rows; this backend holds ", logit_rows_,
+                                                   " (one per sequence of max_num_seqs)"));
+  }
   const Graph* graph = GraphFor(batch, cache);
   absl::Status s = UploadStep(batch, cache, graph ? graph->size : n);
   // UploadStep may have dropped the graphs (tables grew): look again.
@@ -592,6 +613,8 @@ absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
   const int bs = cache.block_size();
   const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);
   PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(std::max(max_num_seqs, 1)) * per_seq));
+  const size_t rows = static_cast<size_t>(std::min(max_tokens_, std::max(max_num_seqs, 1)));
+  if (rows > logit_rows_) PINFER_RETURN_IF_ERROR(ReserveLogits(rows));
   PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   size_t free0 = 0, free1 = 0, total = 0;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));

@@ -44,7 +44,8 @@ class CudaBackend final : public Backend {
   std::string name() const override { return name_; }
   absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) override;
   uint64_t WorkspaceBytes() const override {
-    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t);
+    return workspace_bytes_ + tables_capacity_ * sizeof(int32_t) +
+           logit_rows_ * static_cast<uint64_t>(model_.config().n_vocab) * sizeof(float);
   }
   absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) override;
   uint64_t DetectedMemory() const override { return detected_; }
@@ -81,6 +82,9 @@ class CudaBackend final : public Backend {
   absl::Status UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded);
   absl::Status UploadMeta(size_t table_entries);
   absl::Status ReserveTables(size_t entries);
+  // Device logits for `rows` rows (max_tokens until ReserveForLimits knows max_num_seqs;
+  // reallocating drops the graphs).
+  absl::Status ReserveLogits(size_t rows);
   // Every launch of a step of n tokens, n_out of them wanting logits, on stream_ only: no
   // allocation, no synchronisation, no host access (so it can be captured).
   absl::Status Enqueue(int n, int n_out, const KvLayerView& kv);
@@ -110,7 +114,9 @@ class CudaBackend final : public Backend {
 
   uint8_t* workspace_ = nullptr;  // one allocation, carved below
   float *x_ = nullptr, *xb_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr;
-  float *att_ = nullptr, *gate_ = nullptr, *up_ = nullptr, *logits_ = nullptr;
+  float *att_ = nullptr, *gate_ = nullptr, *up_ = nullptr;
+  float* logits_ = nullptr;  // [logit_rows_ x n_vocab], its own allocation
+  size_t logit_rows_ = 0;
   // The step's metadata: one region [slot offsets (int64) | tokens | positions | table
   // starts | logit rows], max_tokens_ entries each, on the device (in the workspace) and in
   // pinned host memory; block tables in their own pair of buffers, grown on demand (which

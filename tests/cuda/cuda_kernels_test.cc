@@ -1000,6 +1000,50 @@ TEST(CudaGraphs, ReplayMatchesEagerLogits) {
   }
 }
 
+// Device logits hold one row per sequence once ReserveForLimits knows max_num_seqs: a step
+// that wants more is refused with a message (the engine never asks for more).
+TEST(CudaBackendEndToEnd, LogitRowsFollowMaxNumSeqs) {
+  REQUIRE_CUDA();
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const ModelConfig& mc = (*model)->config();
+  auto b = CudaBackend::Create(**model, 64);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const uint64_t before = (*b)->WorkspaceBytes();
+  ASSERT_TRUE((*b)->ReserveForLimits(2, 64, 16).ok());
+  EXPECT_EQ(before - (*b)->WorkspaceBytes(), 62ull * mc.n_vocab * sizeof(float))
+      << "64 rows of logits become 2";
+  KvCacheConfig kc;
+  kc.n_layers = mc.n_layers;
+  kc.n_kv_heads = mc.n_kv_heads;
+  kc.head_dim = mc.head_dim;
+  kc.block_size = 16;
+  kc.max_model_len = 64;
+  kc.max_num_seqs = 2;
+  kc.num_blocks = 8;
+  kc.prefix_caching = false;
+  auto host = KvCache::Create(kc);  // for its block size in bytes
+  ASSERT_TRUE(host.ok()) << host.status();
+  auto storage = (*b)->MakeKvStorage((*host)->block_bytes(), kc.num_blocks);
+  ASSERT_TRUE(storage.ok()) << storage.status();
+  auto cache = KvCache::Create(kc, std::move(*storage));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  ASSERT_TRUE((*cache)->AddSequence(1).ok());
+  ASSERT_TRUE((*cache)->Append(1, std::vector<int32_t>{1, 2, 3}).ok());
+  std::vector<float> logits(3 * static_cast<size_t>(mc.n_vocab));
+  ForwardBatch two, three;
+  for (int p = 0; p < 3; ++p) {
+    two.Add(p + 1, p, 1, p >= 1);
+    three.Add(p + 1, p, 1, true);
+  }
+  EXPECT_TRUE((*b)->Forward(two, **cache, logits.data()).ok());
+  const absl::Status s = (*b)->Forward(three, **cache, logits.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("logits for 3 rows"), std::string::npos) << s;
+  cache->reset();  // before the backend that made its storage
+}
+
 TEST(CudaBackendEndToEnd, NoDeviceMessageNamesTheReason) {
   const absl::Status s = CudaDeviceStatus();
   if (s.ok()) GTEST_SKIP() << "a CUDA device is present";
