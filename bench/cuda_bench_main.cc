@@ -249,16 +249,18 @@ int Decode(const std::string& path, int batch, int ctx, const std::string& kv, b
   const double gbs = step_s * DecodeStepBytes(**model, (*e)->cache(), batch, ctx + gen / 2) / 1e9;
   const std::string name = path.substr(path.find_last_of('/') + 1);
   const char* gemv = cuda::CurrentGemvLayout() == cuda::GemvLayout::kUnits ? "units" : "groups";
+  const int pdl = cuda::ProgrammaticLaunch() ? 1 : 0;
   std::printf(
-      "decode %-28s batch %2d ctx %4d kv %-5s %-6s gemv %-6s %8.1f tok/s %7.0f GB/s (%3.0f%% of "
-      "copy)\n",
-      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, tok_s, gbs,
+      "decode %-28s batch %2d ctx %4d kv %-5s %-6s gemv %-6s pdl %d %8.1f tok/s %7.0f GB/s "
+      "(%3.0f%% "
+      "of copy)\n",
+      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, pdl, tok_s, gbs,
       100 * gbs / copy_gbs);
   std::printf(
-      "RESULT decode model=%s batch=%d ctx=%d kv=%s mode=%s gemv=%s tok_s=%.1f gbs=%.1f "
+      "RESULT decode model=%s batch=%d ctx=%d kv=%s mode=%s gemv=%s pdl=%d tok_s=%.1f gbs=%.1f "
       "copy_gbs=%.1f pct=%.1f replays=%lld\n",
-      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, tok_s, gbs, copy_gbs,
-      100 * gbs / copy_gbs, static_cast<long long>(cb.graph_replays()));
+      name.c_str(), batch, ctx, kv.c_str(), eager ? "eager" : "graphs", gemv, pdl, tok_s, gbs,
+      copy_gbs, 100 * gbs / copy_gbs, static_cast<long long>(cb.graph_replays()));
   return 0;
 }
 

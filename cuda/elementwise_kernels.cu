@@ -1,6 +1,7 @@
 // Element-wise pieces of the Llama block on float32 activations: RMSNorm, RoPE (adjacent
 // pairs and halves), SwiGLU, residual add and bias add. Same formulas as engine/ops.cc.
 #include "cuda/kernels.h"
+#include "cuda/pdl.cuh"
 
 namespace pinfer::cuda {
 namespace {
@@ -13,6 +14,7 @@ unsigned Blocks(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / k
 __global__ void RmsNormKernel(const float* __restrict__ x, const int32_t* rows,
                               const float* __restrict__ w, int dim, float eps,
                               float* __restrict__ out) {
+  AllowDependentLaunch();
   __shared__ float partial[kThreads / 32];
   const int i = blockIdx.x;
   const float* xr = x + static_cast<int64_t>(rows ? rows[i] : i) * dim;
@@ -34,6 +36,7 @@ __global__ void RmsNormKernel(const float* __restrict__ x, const int32_t* rows,
 __global__ void RopeKernel(float* q, float* k, int n_tokens, int n_heads, int n_kv_heads,
                            int head_dim, const int32_t* positions, const float* __restrict__ freqs,
                            bool halves, float freq_scale, const float* __restrict__ freq_factors) {
+  AllowDependentLaunch();
   const int half = head_dim / 2;
   const int heads = n_heads + n_kv_heads;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -57,6 +60,7 @@ __global__ void RopeKernel(float* q, float* k, int n_tokens, int n_heads, int n_
 }
 
 __global__ void SwiGluKernel(float* gate, const float* __restrict__ up, int64_t n) {
+  AllowDependentLaunch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float g = gate[i];
@@ -64,11 +68,13 @@ __global__ void SwiGluKernel(float* gate, const float* __restrict__ up, int64_t 
 }
 
 __global__ void AddKernel(float* x, const float* __restrict__ y, int64_t n) {
+  AllowDependentLaunch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] += y[i];
 }
 
 __global__ void AddBiasKernel(float* x, const float* __restrict__ b, int64_t n, int width) {
+  AllowDependentLaunch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] += b[i % width];
 }

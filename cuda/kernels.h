@@ -56,6 +56,14 @@ bool WeightTypeSupported(int type);
 enum class GemvLayout { kGroups = 0, kUnits = 1 };
 void SetGemvLayout(GemvLayout layout);
 GemvLayout CurrentGemvLayout();
+
+// Programmatic dependent launch of the decode GEMVs (pdl.cuh; Hopper and later), off by
+// default until a GPU has measured it: a GEMV's blocks start while the kernel before it
+// finishes, pull their weight rows into L2 and wait for its results before reading x. Every
+// other kernel allows its successor to start early. PINFER_CUDA_PDL=1 in the environment sets
+// the initial choice; CUDA graphs keep the launches they were captured with.
+void SetProgrammaticLaunch(bool on);
+bool ProgrammaticLaunch();
 // Values per quantization group of 8 needing no tail: cols % 8 == 0 for block types.
 
 // x[t] = dequant(emb.row(tokens[t])), t < n.

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/kernels.h"
+#include "cuda/pdl.cuh"
 
 namespace pinfer::cuda {
 namespace {
@@ -59,6 +60,7 @@ __device__ __forceinline__ float E4M3Value(uint8_t c) {
 // nothing.
 __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
                               const float* __restrict__ v, const int64_t* slot_offset) {
+  AllowDependentLaunch();
   const int t = blockIdx.x, which = blockIdx.y;
   const int64_t slot = slot_offset[t];
   if (slot < 0) return;  // the whole block: before any barrier
@@ -209,6 +211,7 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
                     int hd, float scale, const int32_t* tables, const int32_t* table_start,
                     const int32_t* positions, float* __restrict__ out, int max_splits,
                     float* __restrict__ partial) {
+  AllowDependentLaunch();
   __shared__ float s_m[kAttnWarps], s_l[kAttnWarps];
   __shared__ float s_acc[kAttnWarps][32 * kPerLane];
   const int t = blockIdx.x, h = blockIdx.y;
@@ -313,6 +316,7 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
 __global__ void AttentionMergeKernel(const float* __restrict__ partial, int n_heads, int hd,
                                      const int32_t* positions, int max_splits,
                                      float* __restrict__ out) {
+  AllowDependentLaunch();
   const int t = blockIdx.x, h = blockIdx.y;
   const int n_ctx = positions[t] + 1;
   const int len = AttentionSplitLen(n_ctx, max_splits);

@@ -12,6 +12,7 @@
 #include "cuda/gemv_groups.cuh"
 #include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
+#include "cuda/pdl.cuh"
 
 namespace pinfer::cuda {
 namespace {
@@ -44,6 +45,7 @@ struct GemvJob {
   unsigned end[kMaxGemvParts];  // cumulative thread blocks per part
   int parts = 1;
   int op = kGemvStore;
+  bool prefetch = false;  // launched as a programmatic dependent: pull the rows into L2 first
 };
 
 template <typename T>
@@ -88,11 +90,19 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
   const int part = PartOf(job, &first);
   const DeviceMatrix& w = Pick(job.w, part);
   const int64_t r = static_cast<int64_t>(blockIdx.x - first) * kGemvWarps + warp;
+  AllowDependentLaunch();
   if (r >= w.rows) return;  // the whole warp: r is the same for its lanes
+  const int64_t at = r * static_cast<int64_t>(w.row_bytes);
+  if (job.prefetch) {  // weights only: nothing before the wait may read x or write y
+    for (int64_t o = 128 * lane; o < static_cast<int64_t>(w.row_bytes); o += 128 * 32) {
+      PrefetchL2(w.data + at + o);
+      if (job.op == kGemvSwiGlu) PrefetchL2(job.w[1].data + at + o);
+    }
+  }
+  WaitForPrerequisites();
   float acc[kMaxT], acc2[kMaxT];
 #pragma unroll
   for (int t = 0; t < kMaxT; ++t) acc[t] = acc2[t] = 0.0f;
-  const int64_t at = r * static_cast<int64_t>(w.row_bytes);
   if constexpr (kGroups) {
     gemv::GroupLane<kType>(w.data + at, x, w.cols, n, lane, 32, acc);
     if (job.op == kGemvSwiGlu)
@@ -116,6 +126,7 @@ template <int kType>
 __global__ void __launch_bounds__(32 * kGemvWarps)
     GemvKernel(DeviceMatrix w, const float* __restrict__ x, int n, float* __restrict__ y,
                int64_t ldy, bool accumulate) {
+  AllowDependentLaunch();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   if (r >= w.rows) return;
@@ -165,6 +176,7 @@ __device__ __forceinline__ __nv_bfloat16 Convert<__nv_bfloat16>(float v) {
 template <typename Out>
 __global__ void DequantRowsKernel(DeviceMatrix w, const int32_t* tokens, int64_t row0,
                                   int64_t n_rows, Out* __restrict__ out) {
+  AllowDependentLaunch();
   const bool flt = IsFloatType(w.type);
   const int64_t per_row = flt ? w.cols : w.cols / 8;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -194,6 +206,7 @@ __global__ void DequantRowsKernel(DeviceMatrix w, const int32_t* tokens, int64_t
 
 __global__ void GatherColumnsKernel(const float* __restrict__ x, const int32_t* __restrict__ perm,
                                     int64_t total, int64_t cols, float* __restrict__ out) {
+  AllowDependentLaunch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int64_t t = i / cols, k = i % cols;
@@ -202,6 +215,7 @@ __global__ void GatherColumnsKernel(const float* __restrict__ x, const int32_t* 
 
 template <typename Out>
 __global__ void ToHalfKernel(const float* __restrict__ x, int64_t n, Out* __restrict__ out) {
+  AllowDependentLaunch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = Convert<Out>(x[i]);
 }
@@ -214,8 +228,21 @@ int64_t ThreadsPerRow(const DeviceMatrix& w) {
 }  // namespace
 
 namespace {
-std::atomic<int> gemv_layout{-1};  // -1: not chosen yet (PINFER_CUDA_GEMV decides)
+std::atomic<int> gemv_layout{-1};   // -1: not chosen yet (PINFER_CUDA_GEMV decides)
+std::atomic<int> programmatic{-1};  // -1: not chosen yet (PINFER_CUDA_PDL decides)
 }  // namespace
+
+void SetProgrammaticLaunch(bool on) { programmatic = on ? 1 : 0; }
+
+bool ProgrammaticLaunch() {
+  int p = programmatic.load();
+  if (p < 0) {
+    const char* env = std::getenv("PINFER_CUDA_PDL");
+    p = env != nullptr && std::strcmp(env, "1") == 0 ? 1 : 0;
+    programmatic = p;
+  }
+  return p == 1;
+}
 
 void SetGemvLayout(GemvLayout layout) { gemv_layout = static_cast<int>(layout); }
 
@@ -259,18 +286,39 @@ cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int 
 
 namespace {
 
+// An ordinary launch of kernel(args) on s, or with ProgrammaticLaunch() as a programmatic
+// dependent of the kernel before it (its error, if any, is cudaGetLastError's either way).
+template <typename... P, typename... A>
+void LaunchDependent(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
+  if (!ProgrammaticLaunch()) {
+    kernel<<<grid, block, 0, s>>>(args...);
+    return;
+  }
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = 0;
+  config.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  (void)cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 // Launches the vectorised kernel for `job` (blocks thread blocks) at a token count of at most
 // kMaxT; false, launching nothing, when its matrices do not share one block type, column
 // count and a layout that kernel reads (the caller then falls back).
 template <int kMaxT>
-bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaStream_t s) {
-  const DeviceMatrix& w0 = job.w[0];
+bool LaunchJob(const GemvJob& job_in, unsigned blocks, const float* x, int n, cudaStream_t s) {
+  const DeviceMatrix& w0 = job_in.w[0];
   // 4-byte loads: every row starts 4-byte aligned; then 18/22/34-byte blocks are read in pairs
   // (a row holds an even number of them: row_bytes % 4 == 0 says so). 16-byte loads likewise.
   bool words = true, vec16 = true;
-  const int used = job.op == kGemvSwiGlu ? 2 : job.parts;
+  const int used = job_in.op == kGemvSwiGlu ? 2 : job_in.parts;
   for (int i = 0; i < used; ++i) {
-    const DeviceMatrix& m = job.w[i];
+    const DeviceMatrix& m = job_in.w[i];
     const uintptr_t base = reinterpret_cast<uintptr_t>(m.data);
     if (m.type != w0.type || m.cols != w0.cols || base % 2 != 0 || m.row_bytes % 2 != 0) {
       return false;
@@ -279,11 +327,13 @@ bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaS
     vec16 = vec16 && base % 16 == 0 && m.row_bytes % 16 == 0;
   }
   const dim3 grid(blocks), block(32 * kGemvWarps);
+  GemvJob job = job_in;
+  job.prefetch = ProgrammaticLaunch();
   if (CurrentGemvLayout() == GemvLayout::kGroups) {
     switch (w0.type) {
-#define PINFER_GROUPS(T)                                                          \
-  case T:                                                                         \
-    GemvVectorKernel<T, 1, false, kMaxT, true><<<grid, block, 0, s>>>(job, x, n); \
+#define PINFER_GROUPS(T)                                                                     \
+  case T:                                                                                    \
+    LaunchDependent(&GemvVectorKernel<T, 1, false, kMaxT, true>, grid, block, s, job, x, n); \
     return true;
       PINFER_GROUPS(kWQ4_0)
       PINFER_GROUPS(kWQ4_1)
@@ -299,21 +349,21 @@ bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaS
     }
   }
   switch (w0.type) {
-#define PINFER_LEGACY(T)                                                        \
-  case T:                                                                       \
-    if constexpr (gemv::LegacyBlockBytes(T) % 4 == 0) {                         \
-      if (words) {                                                              \
-        GemvVectorKernel<T, 1, true, kMaxT><<<grid, block, 0, s>>>(job, x, n);  \
-      } else {                                                                  \
-        GemvVectorKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n); \
-      }                                                                         \
-    } else {                                                                    \
-      if (words) {                                                              \
-        GemvVectorKernel<T, 2, true, kMaxT><<<grid, block, 0, s>>>(job, x, n);  \
-      } else {                                                                  \
-        GemvVectorKernel<T, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n); \
-      }                                                                         \
-    }                                                                           \
+#define PINFER_LEGACY(T)                                                                   \
+  case T:                                                                                  \
+    if constexpr (gemv::LegacyBlockBytes(T) % 4 == 0) {                                    \
+      if (words) {                                                                         \
+        LaunchDependent(&GemvVectorKernel<T, 1, true, kMaxT>, grid, block, s, job, x, n);  \
+      } else {                                                                             \
+        LaunchDependent(&GemvVectorKernel<T, 1, false, kMaxT>, grid, block, s, job, x, n); \
+      }                                                                                    \
+    } else {                                                                               \
+      if (words) {                                                                         \
+        LaunchDependent(&GemvVectorKernel<T, 2, true, kMaxT>, grid, block, s, job, x, n);  \
+      } else {                                                                             \
+        LaunchDependent(&GemvVectorKernel<T, 1, false, kMaxT>, grid, block, s, job, x, n); \
+      }                                                                                    \
+    }                                                                                      \
     return true;
     PINFER_LEGACY(kWQ4_0)
     PINFER_LEGACY(kWQ4_1)
@@ -323,14 +373,14 @@ bool LaunchJob(const GemvJob& job, unsigned blocks, const float* x, int n, cudaS
 #undef PINFER_LEGACY
     case kWQ4_K:
       if (!vec16) return false;
-      GemvVectorKernel<kWQ4_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      LaunchDependent(&GemvVectorKernel<kWQ4_K, 1, false, kMaxT>, grid, block, s, job, x, n);
       return true;
     case kWQ5_K:
       if (!vec16) return false;
-      GemvVectorKernel<kWQ5_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      LaunchDependent(&GemvVectorKernel<kWQ5_K, 1, false, kMaxT>, grid, block, s, job, x, n);
       return true;
     case kWQ6_K:
-      GemvVectorKernel<kWQ6_K, 1, false, kMaxT><<<grid, block, 0, s>>>(job, x, n);
+      LaunchDependent(&GemvVectorKernel<kWQ6_K, 1, false, kMaxT>, grid, block, s, job, x, n);
       return true;
     default:
       return false;

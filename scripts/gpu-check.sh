@@ -168,13 +168,14 @@ if [[ -z "${SKIP_E2E:-}" ]]; then
   declare -A done_runs
   run_decode() {  # model batch ctx kv [eager]
     local tag
-    tag="$(basename "$1" .gguf)-b$2-c$3-$4${5:+-$5}${GEMV_LAYOUT:+-$GEMV_LAYOUT}"
+    tag="$(basename "$1" .gguf)-b$2-c$3-$4${5:+-$5}${GEMV_LAYOUT:+-$GEMV_LAYOUT}${PDL:+-pdl}"
     [[ -n "${done_runs[$tag]:-}" ]] && return
     done_runs[$tag]=1
     if ((SECONDS - START > MAX_SECONDS)); then
       echo "skipped decode $tag: past MAX_SECONDS=$MAX_SECONDS"; skipped_runs=$((skipped_runs + 1)); return
     fi
-    if PINFER_CUDA_GEMV="${GEMV_LAYOUT:-groups}" timeout 240 "$BUILD/bench/cuda_bench" decode "$@" \
+    if PINFER_CUDA_GEMV="${GEMV_LAYOUT:-groups}" PINFER_CUDA_PDL="${PDL:-0}" \
+        timeout 240 "$BUILD/bench/cuda_bench" decode "$@" \
         >"$LOG/decode-$tag.log" 2>&1; then
       grep -v "^RESULT" "$LOG/decode-$tag.log"
     else
@@ -189,6 +190,7 @@ if [[ -z "${SKIP_E2E:-}" ]]; then
     run_decode "$q40" 1 512 f16
     run_decode "$q40" 1 512 f16 eager
     GEMV_LAYOUT=units run_decode "$q40" 1 512 f16
+    PDL=1 run_decode "$q40" 1 512 f16  # GEMVs as programmatic dependents (off by default)
   fi
   for type in Q4_0 Q4_K_M; do
     f="$MODELS/llama2-7b-$type.gguf"
@@ -208,14 +210,14 @@ cat "$LOG"/kernels.log "$LOG"/decode-*.log 2>/dev/null | grep "^RESULT" | awk '
   $2 == "copy" { copy = val("gbs") }
   $2 == "kernel" { k[++nk] = sprintf("  %-28s %10s us %8s GB/s %6s%% of copy", val("name"), val("us"), val("gbs"), val("pct")) }
   $2 == "decode" {
-    d[++nd] = sprintf("  %-22s %6s %6s %6s %-7s %-6s %10s %8s %6s%%", val("model"), val("batch"), val("ctx"), val("kv"), val("mode"), val("gemv"), val("tok_s"), val("gbs"), val("pct"))
-    if (val("model") ~ /Q4_0/ && val("batch") == 1 && val("mode") == "graphs" && val("ctx") == 512 && val("kv") == "f16" && val("gemv") != "units") target = val("pct")
+    d[++nd] = sprintf("  %-22s %6s %6s %6s %-7s %-6s %4s %10s %8s %6s%%", val("model"), val("batch"), val("ctx"), val("kv"), val("mode"), val("gemv"), val("pdl"), val("tok_s"), val("gbs"), val("pct"))
+    if (val("model") ~ /Q4_0/ && val("batch") == 1 && val("mode") == "graphs" && val("ctx") == 512 && val("kv") == "f16" && val("gemv") != "units" && val("pdl") != "1") target = val("pct")
   }
   END {
     printf "device-to-device copy: %s GB/s (read + write)\n\n", copy
     if (nk) { print "kernels:"; for (i = 1; i <= nk; ++i) print k[i]; print "" }
     if (nd) {
-      printf "decode:\n  %-22s %6s %6s %6s %-7s %-6s %10s %8s %7s\n", "model", "batch", "ctx", "kv", "mode", "gemv", "tok/s", "GB/s", "of copy"
+      printf "decode:\n  %-22s %6s %6s %6s %-7s %-6s %4s %10s %8s %7s\n", "model", "batch", "ctx", "kv", "mode", "gemv", "pdl", "tok/s", "GB/s", "of copy"
       for (i = 1; i <= nd; ++i) print d[i]
       print ""
     }

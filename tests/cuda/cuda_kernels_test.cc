@@ -104,7 +104,10 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
 const GemvLayout kGemvLayouts[] = {GemvLayout::kGroups, GemvLayout::kUnits};
 std::string LayoutName(GemvLayout l) { return l == GemvLayout::kGroups ? " groups" : " units"; }
 struct DefaultGemvLayout {
-  ~DefaultGemvLayout() { SetGemvLayout(GemvLayout::kGroups); }
+  ~DefaultGemvLayout() {
+    SetGemvLayout(GemvLayout::kGroups);
+    SetProgrammaticLaunch(false);
+  }
 };
 
 // ---- element-wise kernels (tolerance 1e-5 relative; RoPE 1e-5 too: the frequencies come
@@ -568,12 +571,20 @@ TEST(CudaKernels, FusedGemvLaunchesMatchCpu) {
     DevBuf<uint8_t> bq(mq.bytes.size()), bk(mk.bytes.size()), bv(mv.bytes.size());
     const DeviceMatrix dq = ToDevice(mq, bq), dk = ToDevice(mk, bk), dv = ToDevice(mv, bv);
     DefaultGemvLayout restore;
-    for (const auto& [layout, n] :
-         {std::pair{GemvLayout::kGroups, 1}, std::pair{GemvLayout::kGroups, 7},
-          std::pair{GemvLayout::kGroups, 16}, std::pair{GemvLayout::kUnits, 1},
-          std::pair{GemvLayout::kUnits, 7}, std::pair{GemvLayout::kUnits, 16}}) {
-      SetGemvLayout(layout);
-      const std::string what = name + LayoutName(layout) + " n=" + std::to_string(n);
+    struct Case {
+      GemvLayout layout;
+      int n;
+      bool pdl;  // launched as programmatic dependents
+    };
+    for (const Case& c : {Case{GemvLayout::kGroups, 1, false}, Case{GemvLayout::kGroups, 7, false},
+                          Case{GemvLayout::kGroups, 16, false}, Case{GemvLayout::kUnits, 1, false},
+                          Case{GemvLayout::kUnits, 7, false}, Case{GemvLayout::kUnits, 16, false},
+                          Case{GemvLayout::kGroups, 1, true}, Case{GemvLayout::kUnits, 16, true}}) {
+      const int n = c.n;
+      SetGemvLayout(c.layout);
+      SetProgrammaticLaunch(c.pdl);
+      const std::string what =
+          name + LayoutName(c.layout) + (c.pdl ? " pdl" : "") + " n=" + std::to_string(n);
       const auto x = Random(n * cols, 90 + n);
       DevBuf<float> dx(x);
       // Q, K, V.

@@ -34,6 +34,17 @@ for kv in f16 q8_0; do
   done
 done
 
+# The GEMVs as programmatic dependents (PINFER_CUDA_PDL=1), captured into graphs.
+want=$("$cpu_bin" run -m "$model" -p "Once upon a time" -n 32 --temp 0 --device cpu 2>/dev/null)
+if got=$(PINFER_CUDA_PDL=1 "$emu_bin" run -m "$model" -p "Once upon a time" -n 32 --temp 0 \
+  --device cuda 2>"$tmp/err"); then
+  if [[ "$got" == "$want" ]]; then echo "ok: run --device cuda with PINFER_CUDA_PDL=1"; else
+    fail "PINFER_CUDA_PDL=1 run wrote '$got', the CPU '$want'"
+  fi
+else
+  fail "PINFER_CUDA_PDL=1 run exited non-zero: $(tail -3 "$tmp/err")"
+fi
+
 if "$emu_bin" bench-kv -m "$model" --device cuda --requests 3 --dist uniform --min 8 --max 24 \
   --seed 1 --max-model-len 64 --kv-cache-memory 40960 --max-num-seqs 4 \
   --max-num-batched-tokens 64 >"$tmp/bench" 2>&1; then

@@ -14,6 +14,7 @@
 
 #include "tests/cuda_emu/emu_runtime.h"
 
+#define PINFER_CUDA_EMU 1  // kernels leave out inline PTX
 #define __global__
 #define __shared__ static  // one block runs at a time, all its threads on one OS thread
 #define __CUDA_ARCH__ 900  // the device pass: take the kernels' device code paths
@@ -65,6 +66,18 @@ KernelLaunch<Kernel> Launch(Kernel k, const char* name, dim3 grid, dim3 block, s
                             cudaStream_t s = nullptr) {
   return KernelLaunch<Kernel>(k, name, LaunchConfig{grid, block, smem, s});
 }
+
+}  // namespace emu
+
+// Runs like a <<<>>> launch (the attributes change nothing here); returns the launch's error.
+template <typename... P, typename... A>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* c, void (*kernel)(P...), A&&... args) {
+  emu::Launch([=](auto&... a) { kernel(a...); }, "kernel (cudaLaunchKernelEx)", c->gridDim,
+              c->blockDim, c->dynamicSmemBytes, c->stream)(std::forward<A>(args)...);
+  return cudaPeekAtLastError();
+}
+
+namespace emu {
 
 template <typename T>
 uint64_t Bits(T v) {

@@ -95,6 +95,24 @@ enum cudaStreamCaptureMode {
 enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef cudaDataType_t cudaDataType;
 
+// cudaLaunchKernelEx's configuration (the emulator runs every launch the same way; the
+// programmatic-serialization attribute changes nothing when operations run in order).
+enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 6 };
+union cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim, blockDim;
+  size_t dynamicSmemBytes;
+  struct EmuStream* stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
 struct cudaDeviceProp {
   char name[256];
   size_t totalGlobalMem;

@@ -5,7 +5,8 @@ execute_process(COMMAND ${SED} -E -f ${CMAKE_CURRENT_LIST_DIR}/launch.sed ${IN}
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "rewriting the launches of ${IN} failed (${rc})")
 endif()
-if(text MATCHES "<<<")
+string(REGEX REPLACE "\n[ \t]*//[^\n]*" "" code "${text}")  # comments may say <<<
+if(code MATCHES "<<<")
   message(FATAL_ERROR "${IN}: a kernel launch the emulator cannot rewrite; keep "
                       "`kernel<<<...>>>(` on one line")
 endif()
