@@ -108,6 +108,11 @@ absl::Status WriteSynthModel(std::string_view shape, std::string_view file_type,
                              const std::string& path, const SynthOptions& options) {
   absl::StatusOr<ModelConfig> config = NamedShape(shape);
   if (!config.ok()) return config.status();
+  if (options.n_layers < 0 || options.n_layers > config->n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("shape ", Sv(shape), " has ", config->n_layers,
+                                                   " layers; cannot keep ", options.n_layers));
+  }
+  if (options.n_layers > 0) config->n_layers = options.n_layers;
   absl::StatusOr<FileType> ft = ParseFileType(file_type);
   if (!ft.ok()) return ft.status();
   GgufWriter w;

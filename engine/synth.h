@@ -18,6 +18,9 @@ namespace pinfer {
 struct SynthOptions {
   uint64_t seed = 1;
   int threads = 0;  // workers generating rows; 0: all hardware threads
+  // WriteSynthModel: > 0 keeps only the shape's first n_layers layers (every width as the
+  // shape's: a 7B's matrices at a fraction of its size, for quick checks); 0: all.
+  int n_layers = 0;
 };
 
 // Adds the model's metadata (general.*, {arch}.* hyper-parameters as llama.cpp names them,

@@ -125,6 +125,17 @@ TEST(Synth, WritesAFile) {
   absl::StatusOr<std::unique_ptr<GgufFile>> f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_FALSE(WriteSynthModel("tiny", "Q3_K", path, SynthOptions{}).ok());
+  // The first layers only, every width kept.
+  const std::string path2 = ::pinfer::testing::TempDir("synth") + "/tiny-2-layers.gguf";
+  ASSERT_TRUE(WriteSynthModel("tiny", "Q4_0", path2, SynthOptions{1, 0, 2}).ok());
+  absl::StatusOr<std::unique_ptr<GgufFile>> two = GgufFile::Open(path2);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*(*two)->GetInt("llama.block_count"), 2);
+  EXPECT_NE((*two)->FindTensor("blk.1.ffn_down.weight"), nullptr);
+  EXPECT_EQ((*two)->FindTensor("blk.2.ffn_down.weight"), nullptr);
+  EXPECT_EQ((*two)->FindTensor("blk.1.ffn_down.weight")->dims,
+            (*f)->FindTensor("blk.1.ffn_down.weight")->dims);
+  EXPECT_FALSE(WriteSynthModel("tiny", "Q4_0", path2, SynthOptions{1, 0, 99}).ok());
   EXPECT_FALSE(WriteSynthModel("nope", "Q4_0", path, SynthOptions{}).ok());
 }
 
