@@ -542,10 +542,10 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
       PINFER_STEP(LaunchAddBias(k_, L.bk, n, c.kv_dim(), s), "bias k");
       PINFER_STEP(LaunchAddBias(v_, L.bv, n, c.kv_dim(), s), "bias v");
     }
-    PINFER_STEP(LaunchRopeQK(q_, c.n_heads, k_, c.n_kv_heads, n, c.head_dim, d_positions_,
-                             rope_freqs_, halves, s, c.rope_freq_scale, rope_freq_factors_),
-                "rope q and k");
-    PINFER_STEP(LaunchKvWrite(kv, k_, v_, n, d_slot_offset_, s), "kv write");
+    PINFER_STEP(
+        LaunchRopeKvWrite(kv, q_, c.n_heads, k_, v_, n, d_slot_offset_, c.head_dim, d_positions_,
+                          rope_freqs_, halves, s, c.rope_freq_scale, rope_freq_factors_),
+        "rope q and k, kv write");
     PINFER_STEP(LaunchAttention(kv, q_, n, c.n_heads, c.n_kv_heads, c.head_dim, scale, d_tables_,
                                 d_table_start_, d_positions_, att_, s,
                                 split ? d_attn_scratch_ : nullptr, attn_splits_),

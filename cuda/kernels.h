@@ -130,6 +130,14 @@ struct KvLayerView {
 // tokens with slot_offset[t] < 0 (padding) are skipped.
 cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
                           const int64_t* slot_offset, cudaStream_t s);
+// LaunchRopeQK and LaunchKvWrite in one launch: K is rotated on its way into the cache (k
+// itself is left unrotated: nothing reads it afterwards) and q ([n_tokens x n_heads x
+// head_dim]) is rotated in place; same values as the two launches.
+cudaError_t LaunchRopeKvWrite(const KvLayerView& kv, float* q, int n_heads, const float* k,
+                              const float* v, int n_tokens, const int64_t* slot_offset,
+                              int head_dim, const int32_t* positions, const float* freqs,
+                              bool halves, cudaStream_t s, float freq_scale = 1.0f,
+                              const float* freq_factors = nullptr);
 
 // Causal paged attention, one query per token: token t attends to positions [0, pos[t]] of
 // its sequence, whose block table starts at tables + table_start[t].

@@ -56,36 +56,90 @@ __device__ __forceinline__ float E4M3Value(uint8_t c) {
   return (c & 0x80) ? -v : v;
 }
 
+// RoPE for LaunchRopeKvWrite (positions == nullptr: none), as ApplyRope computes it.
+struct RopeArgs {
+  float* q = nullptr;  // [n_tokens x n_heads x head_dim], rotated in place
+  int n_heads = 0, head_dim = 0;
+  const int32_t* positions = nullptr;
+  const float* freqs = nullptr;    // [head_dim / 2]
+  const float* factors = nullptr;  // [head_dim / 2] or nullptr
+  float scale = 1.0f;
+  bool halves = false;
+};
+
+// Pair p of a head: the indices it rotates and its angle at pos.
+__device__ __forceinline__ void RopePair(const RopeArgs& r, int p, int pos, int* a, int* b,
+                                         float* c, float* s) {
+  const int half = r.head_dim / 2;
+  *a = r.halves ? p : 2 * p;
+  *b = r.halves ? p + half : 2 * p + 1;
+  float angle = static_cast<float>(pos) * r.freqs[p];
+  if (r.factors) angle /= r.factors[p];
+  angle *= r.scale;
+  *c = cosf(angle);
+  *s = sinf(angle);
+}
+
+// Value i of a row of heads, rotated (its pair read from the row, which is left unchanged).
+__device__ __forceinline__ float RopedAt(const RopeArgs& r, const float* row, int i, int pos) {
+  const int j = i % r.head_dim, head = i - j, half = r.head_dim / 2;
+  const int p = r.halves ? j % half : j / 2;
+  int a, b;
+  float c, s;
+  RopePair(r, p, pos, &a, &b, &c, &s);
+  const float x0 = row[head + a], x1 = row[head + b];
+  return j == a ? x0 * c - x1 * s : x0 * s + x1 * c;
+}
+
 // One block per (token, k|v) row; a negative slot offset (a graph's padding row) writes
-// nothing.
+// nothing. With rope.positions, K values are rotated on their way into the cache and blocks
+// (token, 2) rotate the token's q in place.
 __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
-                              const float* __restrict__ v, const int64_t* slot_offset) {
+                              const float* __restrict__ v, const int64_t* slot_offset,
+                              RopeArgs rope) {
   AllowDependentLaunch();
   const int t = blockIdx.x, which = blockIdx.y;
+  if (which == 2) {
+    float* qt = rope.q + static_cast<int64_t>(t) * rope.n_heads * rope.head_dim;
+    const int half = rope.head_dim / 2;
+    for (int i = threadIdx.x; i < rope.n_heads * half; i += blockDim.x) {
+      int a, b;
+      float c, s;
+      RopePair(rope, i % half, rope.positions[t], &a, &b, &c, &s);
+      float* h = qt + (i / half) * rope.head_dim;
+      const float x0 = h[a], x1 = h[b];
+      h[a] = x0 * c - x1 * s;
+      h[b] = x0 * s + x1 * c;
+    }
+    return;
+  }
   const int64_t slot = slot_offset[t];
   if (slot < 0) return;  // the whole block: before any barrier
   const int n = kv.kv_dim;
   const float* src = (which == 0 ? k : v) + static_cast<int64_t>(t) * n;
+  const bool roped = which == 0 && rope.positions != nullptr;
+  const int pos = roped ? rope.positions[t] : 0;
+  auto load = [&](int i) { return roped ? RopedAt(rope, src, i, pos) : src[i]; };
   uint8_t* dst = kv.base + slot + kv.layer_offset + (which ? kv.v_offset : 0);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = blockDim.x / 32;
   switch (kv.dtype) {
     case kKF32:
-      for (int i = tid; i < n; i += blockDim.x) reinterpret_cast<float*>(dst)[i] = src[i];
+      for (int i = tid; i < n; i += blockDim.x) reinterpret_cast<float*>(dst)[i] = load(i);
       return;
     case kKF16:
       for (int i = tid; i < n; i += blockDim.x) {
-        StoreU16(dst + 2 * i, __half_as_ushort(__float2half_rn(src[i])));
+        StoreU16(dst + 2 * i, __half_as_ushort(__float2half_rn(load(i))));
       }
       return;
     case kKBF16:
       for (int i = tid; i < n; i += blockDim.x) {
-        StoreU16(dst + 2 * i, __bfloat16_as_ushort(__float2bfloat16_rn(src[i])));
+        StoreU16(dst + 2 * i, __bfloat16_as_ushort(__float2bfloat16_rn(load(i))));
       }
       return;
     case kKQ8_0:
       // A warp per block of 32 values, a lane per value.
       for (int b = warp; b < n / 32; b += warps) {
-        const float x = src[b * 32 + lane];
+        const float x = load(b * 32 + lane);
         const float amax = WarpMax(fabsf(x));
         const float d = __fdiv_rn(amax, 127.0f);
         const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
@@ -96,7 +150,7 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
       return;
     case kKQ4_0:
       for (int b = warp; b < n / 32; b += warps) {
-        const float x = src[b * 32 + lane];
+        const float x = load(b * 32 + lane);
         // The value of largest magnitude, the first one on ties (as the CPU's scan).
         float best = fabsf(x);
         int at = lane;
@@ -126,7 +180,7 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
     case kKFp8: {
       __shared__ float partial[kWriteThreads / 32];
       float amax = 0.0f;
-      for (int i = tid; i < n; i += blockDim.x) amax = fmaxf(amax, fabsf(src[i]));
+      for (int i = tid; i < n; i += blockDim.x) amax = fmaxf(amax, fabsf(load(i)));
       amax = WarpMax(amax);
       if (lane == 0) partial[warp] = amax;
       __syncthreads();
@@ -140,7 +194,7 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* __restrict__ k,
       for (int i = tid; i < n; i += blockDim.x) {
         uint8_t c = 0;
         if (scale != 0.0f) {
-          const float val = __fdiv_rn(src[i], scale);
+          const float val = __fdiv_rn(load(i), scale);
           c = static_cast<uint8_t>(E4M3Magnitude(fabsf(val)) |
                                    ((__float_as_uint(val) >> 31) ? 0x80 : 0));
         }
@@ -340,7 +394,27 @@ __global__ void AttentionMergeKernel(const float* __restrict__ partial, int n_he
 cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
                           const int64_t* slot_offset, cudaStream_t s) {
   if (n_tokens <= 0) return cudaSuccess;
-  KvWriteKernel<<<dim3(n_tokens, 2), kWriteThreads, 0, s>>>(kv, k, v, slot_offset);
+  KvWriteKernel<<<dim3(n_tokens, 2), kWriteThreads, 0, s>>>(kv, k, v, slot_offset, RopeArgs{});
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRopeKvWrite(const KvLayerView& kv, float* q, int n_heads, const float* k,
+                              const float* v, int n_tokens, const int64_t* slot_offset,
+                              int head_dim, const int32_t* positions, const float* freqs,
+                              bool halves, cudaStream_t s, float freq_scale,
+                              const float* freq_factors) {
+  if (n_tokens <= 0) return cudaSuccess;
+  if (head_dim <= 0 || head_dim % 2 != 0 || kv.kv_dim % head_dim != 0) return cudaErrorInvalidValue;
+  RopeArgs rope;
+  rope.q = q;
+  rope.n_heads = n_heads;
+  rope.head_dim = head_dim;
+  rope.positions = positions;
+  rope.freqs = freqs;
+  rope.factors = freq_factors;
+  rope.scale = freq_scale;
+  rope.halves = halves;
+  KvWriteKernel<<<dim3(n_tokens, 3), kWriteThreads, 0, s>>>(kv, k, v, slot_offset, rope);
   return cudaGetLastError();
 }
 

@@ -668,55 +668,98 @@ KvLayerView View(const KvCache& cache, int layer, uint8_t* base, int kv_dim) {
 
 // The GPU writes the same bytes as KvEncodeRow (block formats: decoded values within one
 // quantization step, should the CPU compiler have fused a multiply-add), and nothing else.
+// Plain, and with RoPE fused (LaunchRopeKvWrite: K rotated on its way in, q in place; both
+// pair orders): the rows hold the CPU's encoding of the (rotated) values, within one
+// quantization step where the encoding rounds; q as ApplyRope leaves it, 1e-5.
 TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
   REQUIRE_CUDA();
-  const int layers = 2, kv_heads = 2, hd = 64, kv_dim = kv_heads * hd;
-  for (KvDtype d : kAllKvDtypes) {
-    const std::string name(KvDtypeName(d));
-    HostKv h = MakeHostKv(d, layers, kv_heads, hd);
-    KvCache& c = *h.cache;
-    ASSERT_TRUE(c.AddSequence(1).ok());
-    ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
-    const std::vector<int> positions = {0, 15, 16, 20};
-    const int n = static_cast<int>(positions.size());
-    // One more token with slot -1 (a CUDA graph's padding row): it must write nothing.
-    const auto k = Random((n + 1) * kv_dim, 10, -3, 3), v = Random((n + 1) * kv_dim, 11, -3, 3);
-    std::vector<int64_t> slot(n + 1, -1);
-    const auto table = c.BlockTable(1);
-    for (int t = 0; t < n; ++t) {
-      slot[t] = static_cast<int64_t>(table[positions[t] / 16]) * c.block_bytes() +
-                (positions[t] % 16) * c.row_bytes();
-    }
-    const size_t pool = c.block_bytes() * c.num_blocks();
-    DevBuf<uint8_t> dpool(pool);  // poisoned: bytes 0xFF
-    DevBuf<float> dk(k), dv(v);
-    DevBuf<int64_t> ds(slot);
-    ASSERT_EQ(LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n + 1, ds.get(),
-                            nullptr),
-              cudaSuccess);
-    const std::vector<uint8_t> got = dpool.Download();
-    std::vector<uint8_t> want(pool, 0xFF);
-    const uint8_t* host_base = c.Row(0, 0, 0, 0);
-    for (int t = 0; t < n; ++t) {
-      for (int which = 0; which < 2; ++which) {
-        uint8_t* row = c.TokenRow(1, positions[t], 1, which);
-        KvEncodeRow(d, (which ? v : k).data() + t * kv_dim, row, kv_dim);
-        std::memcpy(&want[row - host_base], row, c.row_bytes());
-        std::vector<float> a(kv_dim), b(kv_dim);
-        KvDecodeRange(d, &got[row - host_base], kv_dim, 0, kv_dim, a.data());
-        KvDecodeRange(d, row, kv_dim, 0, kv_dim, b.data());
-        const double step = (d == KvDtype::kQ4_0 ? 3.0 / 8 : d == KvDtype::kQ8_0 ? 3.0 / 127 : 0);
-        for (int i = 0; i < kv_dim; ++i) {
-          ASSERT_LE(std::fabs(a[i] - b[i]), step * 1.01 + 1e-30)
-              << name << " token " << t << (which ? " v" : " k") << " value " << i;
+  const int layers = 2, kv_heads = 2, hd = 64, kv_dim = kv_heads * hd, heads = 4;
+  struct Mode {
+    bool rope;
+    RopeStyle style;
+  };
+  for (const Mode mode : {Mode{false, RopeStyle::kHalves}, Mode{true, RopeStyle::kHalves},
+                          Mode{true, RopeStyle::kAdjacentPairs}})
+    for (KvDtype d : kAllKvDtypes) {
+      const std::string name =
+          std::string(KvDtypeName(d)) + (!mode.rope                         ? ""
+                                         : mode.style == RopeStyle::kHalves ? " rope halves"
+                                                                            : " rope pairs");
+      HostKv h = MakeHostKv(d, layers, kv_heads, hd);
+      KvCache& c = *h.cache;
+      ASSERT_TRUE(c.AddSequence(1).ok());
+      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
+      const std::vector<int> positions = {0, 15, 16, 20};
+      const int n = static_cast<int>(positions.size());
+      // One more token with slot -1 (a CUDA graph's padding row): it must write nothing.
+      const auto k = Random((n + 1) * kv_dim, 10, -3, 3), v = Random((n + 1) * kv_dim, 11, -3, 3);
+      std::vector<int64_t> slot(n + 1, -1);
+      const auto table = c.BlockTable(1);
+      for (int t = 0; t < n; ++t) {
+        slot[t] = static_cast<int64_t>(table[positions[t] / 16]) * c.block_bytes() +
+                  (positions[t] % 16) * c.row_bytes();
+      }
+      const size_t pool = c.block_bytes() * c.num_blocks();
+      DevBuf<uint8_t> dpool(pool);  // poisoned: bytes 0xFF
+      DevBuf<float> dk(k), dv(v);
+      DevBuf<int64_t> ds(slot);
+      std::vector<float> q = Random((n + 1) * heads * hd, 12), k_want = k;
+      std::vector<int32_t> pos(positions.begin(), positions.end());
+      pos.push_back(0);  // the padding row
+      DevBuf<float> dq(q), dfreq(RopeFrequencies(10000.0f, hd));
+      DevBuf<int32_t> dpos(pos);
+      if (mode.rope) {
+        ASSERT_EQ(LaunchRopeKvWrite(View(c, 1, dpool.get(), kv_dim), dq.get(), heads, dk.get(),
+                                    dv.get(), n + 1, ds.get(), hd, dpos.get(), dfreq.get(),
+                                    mode.style == RopeStyle::kHalves, nullptr),
+                  cudaSuccess);
+        for (int t = 0; t <= n; ++t) {
+          ApplyRope(&q[t * heads * hd], heads, hd, pos[t], 10000.0f, mode.style);
+          ApplyRope(&k_want[t * kv_dim], kv_heads, hd, pos[t], 10000.0f, mode.style);
+        }
+        ExpectClose(dq.Download(), q, 1e-5, "q " + name);
+        EXPECT_EQ(dk.Download(), k) << name << ": k itself must stay unrotated";
+      } else {
+        ASSERT_EQ(LaunchKvWrite(View(c, 1, dpool.get(), kv_dim), dk.get(), dv.get(), n + 1,
+                                ds.get(), nullptr),
+                  cudaSuccess);
+      }
+      const std::vector<uint8_t> got = dpool.Download();
+      std::vector<bool> written(pool, false);
+      const uint8_t* host_base = c.Row(0, 0, 0, 0);
+      for (int t = 0; t < n; ++t) {
+        for (int which = 0; which < 2; ++which) {
+          uint8_t* row = c.TokenRow(1, positions[t], 1, which);
+          KvEncodeRow(d, (which ? v : k_want).data() + t * kv_dim, row, kv_dim);
+          std::fill_n(written.begin() + (row - host_base), c.row_bytes(), true);
+          std::vector<float> a(kv_dim), b(kv_dim);
+          KvDecodeRange(d, &got[row - host_base], kv_dim, 0, kv_dim, a.data());
+          KvDecodeRange(d, row, kv_dim, 0, kv_dim, b.data());
+          const double step = (d == KvDtype::kQ4_0 ? 3.0 / 8 : d == KvDtype::kQ8_0 ? 3.0 / 127 : 0);
+          // Rotated values may differ from the CPU's in the last bit (FMA contraction), which
+          // the format's rounding can turn into one of its own steps.
+          const double rel = !mode.rope || which == 1 ? 0.0
+                             : d == KvDtype::kF32     ? 1e-6
+                             : d == KvDtype::kF16     ? 1e-3
+                             : d == KvDtype::kBF16    ? 8e-3
+                             : d == KvDtype::kFp8E4M3 ? 0.13
+                                                      : 0.0;
+          double row_max = 0;
+          for (float x : b) row_max = std::max(row_max, std::fabs(static_cast<double>(x)));
+          for (int i = 0; i < kv_dim; ++i) {
+            // fp8 rounds relative to each value; the others relative to the row (cancellation
+            // in x0 c - x1 s leaves small values with large relative error).
+            const double mag = d == KvDtype::kFp8E4M3 ? std::fabs(b[i]) : row_max;
+            ASSERT_LE(std::fabs(a[i] - b[i]), step * 1.01 + rel * mag + 1e-30)
+                << name << " token " << t << (which ? " v" : " k") << " value " << i;
+          }
         }
       }
+      // Outside the written rows every byte is still the poison.
+      size_t untouched_diff = 0;
+      for (size_t i = 0; i < pool; ++i) untouched_diff += !written[i] && got[i] != 0xFF;
+      EXPECT_EQ(untouched_diff, 0u) << name << ": bytes outside the written rows changed";
     }
-    // Outside the written rows every byte is still the poison.
-    size_t untouched_diff = 0;
-    for (size_t i = 0; i < pool; ++i) untouched_diff += (want[i] == 0xFF) && (got[i] != 0xFF);
-    EXPECT_EQ(untouched_diff, 0u) << name << ": bytes outside the written rows changed";
-  }
 }
 
 // Two sequences with interleaved (non-contiguous) block tables; a prefill chunk of one and a
