@@ -132,6 +132,7 @@ int Kernels() {
   float* split = nullptr;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split),
                         cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
+  CHECK_CUDA(cudaMemset(split, 0, cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
   for (int kvd : {cuda::kKF16, cuda::kKQ8_0}) {
     for (int ctx : Quick() ? std::vector<int>{64} : std::vector<int>{512, 4096})
       for (int seqs : {1, 16}) {

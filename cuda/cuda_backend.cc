@@ -260,6 +260,11 @@ absl::Status CudaBackend::AllocateWorkspace() {
   auto F = [&](size_t at) { return reinterpret_cast<float*>(workspace_ + at); };
   x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
   gate_ = F(gate), up_ = F(up), d_attn_scratch_ = F(attn);
+  // Split attention's counters start at zero (its launches leave them so).
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemset(d_attn_scratch_, 0,
+                                         AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens),
+                                                              c.n_heads, c.head_dim, attn_splits_) *
+                                             f));
   d_meta_ = workspace_ + meta;
   void* h = nullptr;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&h, meta_bytes_));

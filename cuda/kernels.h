@@ -144,11 +144,14 @@ cudaError_t LaunchRopeKvWrite(const KvLayerView& kv, float* q, int n_heads, cons
 // q, out: [n_tokens x n_heads x head_dim].
 // split_scratch == nullptr: a thread block per (token, head) walks the whole context. Else
 // (decode steps: few tokens, few blocks) each token's context is cut into at most max_splits
-// splits of AttentionSplitLen(context, max_splits) positions, a block each, merged by a second
-// kernel ("flash decoding"); the scratch holds AttentionSplitFloats(n_tokens, n_heads,
-// head_dim, max_splits) floats. The grid and the scratch depend on max_splits, not on the
-// context length. A token's result depends only on its own context and max_splits (never
-// on the other tokens of the step).
+// splits of AttentionSplitLen(context, max_splits) positions, a block each ("flash
+// decoding"); the last split of a (token, head) to finish merges them, in the same launch.
+// The scratch holds AttentionSplitFloats(n_tokens, n_heads, head_dim, max_splits) floats (per
+// (token, head) a counter and the splits' partial results; a launch of fewer tokens uses a
+// prefix) and must be all zero bytes before its first use; every launch leaves the counters
+// at zero again. The grid and the
+// scratch depend on max_splits, not on the context length. A token's result depends only on
+// its own context and max_splits (never on the other tokens of the step).
 constexpr int kAttnMinSplitLen = 32;  // positions: one round of the block's warps
 constexpr int kAttnMaxSplits = 64;
 // Splits that give a decode step of one sequence about two thread blocks per SM.

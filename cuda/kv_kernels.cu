@@ -244,12 +244,36 @@ __device__ __forceinline__ float KvLoad(int dtype, const uint8_t* row, int i) {
   }
 }
 
-// Split-K ("flash decoding"): the partial result [m, l, acc[hd]] of one split starts at this
-// offset of the scratch.
+// Split-K ("flash decoding") scratch: for each (token, head), a counter (an int in a float's
+// place), then max_splits partial results [m, l, acc[hd]]. Offsets depend on the token
+// index, not on the launch's token count, so launches of any size share one scratch.
+__device__ __forceinline__ int64_t PairAt(int t, int h, int n_heads, int max_splits, int hd) {
+  return (static_cast<int64_t>(t) * n_heads + h) *
+         (1 + static_cast<int64_t>(max_splits) * (hd + 2));
+}
 __device__ __forceinline__ int64_t PartialAt(int t, int h, int n_heads, int split, int max_splits,
                                              int hd) {
-  return ((static_cast<int64_t>(t) * n_heads + h) * max_splits + split) *
-         (static_cast<int64_t>(hd) + 2);
+  return PairAt(t, h, n_heads, max_splits, hd) + 1 + static_cast<int64_t>(split) * (hd + 2);
+}
+
+// The n partial records of one (token, head) (rec0, then every hd + 2 floats) -> out[hd],
+// by the calling block's threads. The records were written by other blocks of this launch:
+// read past L1 (__ldcg).
+__device__ __forceinline__ void MergeSplits(const float* rec0, int hd, int n, float* out) {
+  const int64_t stride = static_cast<int64_t>(hd) + 2;
+  float mx = -INFINITY;
+  for (int z = 0; z < n; ++z) mx = fmaxf(mx, __ldcg(rec0 + z * stride));
+  float total = 0.0f;
+  for (int z = 0; z < n; ++z) {
+    total += __ldcg(rec0 + z * stride + 1) * expf(__ldcg(rec0 + z * stride) - mx);
+  }
+  for (int e = threadIdx.x; e < hd; e += blockDim.x) {
+    float sum = 0.0f;
+    for (int z = 0; z < n; ++z) {
+      sum += __ldcg(rec0 + z * stride + 2 + e) * expf(__ldcg(rec0 + z * stride) - mx);
+    }
+    out[e] = sum / total;
+  }
 }
 
 // One block per (query token, query head, split of the context); its warps share the split
@@ -274,8 +298,8 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
   const int n_ctx = positions[t] + 1;
   const int split = blockIdx.z;
   int p_begin = 0, p_end = n_ctx;
+  const int len = max_splits > 0 ? AttentionSplitLen(n_ctx, max_splits) : n_ctx;
   if (max_splits > 0) {
-    const int len = AttentionSplitLen(n_ctx, max_splits);
     if (split * len >= n_ctx) return;  // the whole block: no barrier yet
     p_begin = split * len;
     p_end = min(n_ctx, p_begin + len);
@@ -346,6 +370,7 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
     total += s_l[w] * f[w];
   }
   if (max_splits > 0) {
+    int* counter = reinterpret_cast<int*>(partial + PairAt(t, h, n_heads, max_splits, hd));
     float* rec = partial + PartialAt(t, h, n_heads, split, max_splits, hd);
     if (threadIdx.x == 0) {
       rec[0] = mx;
@@ -356,35 +381,27 @@ __global__ void __launch_bounds__(32 * kAttnWarps)
       for (int w = 0; w < kAttnWarps; ++w) sum += s_acc[w][e] * f[w];
       rec[2 + e] = sum;
     }
+    // The last split of (t, h) to finish merges them all (CUDA's threadFenceReduction
+    // pattern), and leaves the counter at zero for the next launch or graph replay.
+    __shared__ bool s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const int n_splits = (n_ctx + len - 1) / len;
+      s_last = atomicAdd(counter, 1) == n_splits - 1;
+      if (s_last) *counter = 0;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    MergeSplits(partial + PartialAt(t, h, n_heads, 0, max_splits, hd), hd, (n_ctx + len - 1) / len,
+                out + (static_cast<int64_t>(t) * n_heads + h) * hd);
     return;
   }
   float* o = out + (static_cast<int64_t>(t) * n_heads + h) * hd;
   for (int e = threadIdx.x; e < hd; e += blockDim.x) {
     float sum = 0.0f;
     for (int w = 0; w < kAttnWarps; ++w) sum += s_acc[w][e] * f[w];
-    o[e] = sum / total;
-  }
-}
-
-// One block per (query token, query head): the splits' partial results -> out.
-__global__ void AttentionMergeKernel(const float* __restrict__ partial, int n_heads, int hd,
-                                     const int32_t* positions, int max_splits,
-                                     float* __restrict__ out) {
-  AllowDependentLaunch();
-  const int t = blockIdx.x, h = blockIdx.y;
-  const int n_ctx = positions[t] + 1;
-  const int len = AttentionSplitLen(n_ctx, max_splits);
-  const int n = (n_ctx + len - 1) / len;
-  const float* rec0 = partial + PartialAt(t, h, n_heads, 0, max_splits, hd);
-  const int64_t stride = static_cast<int64_t>(hd) + 2;
-  float mx = -INFINITY;
-  for (int z = 0; z < n; ++z) mx = fmaxf(mx, rec0[z * stride]);
-  float total = 0.0f;
-  for (int z = 0; z < n; ++z) total += rec0[z * stride + 1] * expf(rec0[z * stride] - mx);
-  float* o = out + (static_cast<int64_t>(t) * n_heads + h) * hd;
-  for (int e = threadIdx.x; e < hd; e += blockDim.x) {
-    float sum = 0.0f;
-    for (int z = 0; z < n; ++z) sum += rec0[z * stride + 2 + e] * expf(rec0[z * stride] - mx);
     o[e] = sum / total;
   }
 }
@@ -424,9 +441,10 @@ int AttentionMaxSplits(int n_heads, int sm_count) {
 }
 
 size_t AttentionSplitFloats(int n_tokens, int n_heads, int head_dim, int max_splits) {
-  return static_cast<size_t>(std::max(n_tokens, 0)) * static_cast<size_t>(std::max(n_heads, 0)) *
-         static_cast<size_t>(std::max(max_splits, 1)) *
-         (static_cast<size_t>(std::max(head_dim, 0)) + 2);
+  const size_t pairs =
+      static_cast<size_t>(std::max(n_tokens, 0)) * static_cast<size_t>(std::max(n_heads, 0));
+  return pairs * (1 + static_cast<size_t>(std::max(max_splits, 1)) *
+                          (static_cast<size_t>(std::max(head_dim, 0)) + 2));
 }
 
 cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens, int n_heads,
@@ -453,9 +471,6 @@ cudaError_t LaunchAttention(const KvLayerView& kv, const float* q, int n_tokens,
                                                      tables, table_start, positions, out, splits,
                                                      split_scratch);
   }
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess || splits == 0) return e;
-  AttentionMergeKernel<<<dim3(n_tokens, n_heads), 128, 0, s>>>(split_scratch, n_heads, head_dim,
-                                                               positions, splits, out);
   return cudaGetLastError();
 }
 

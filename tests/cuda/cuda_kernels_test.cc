@@ -842,13 +842,32 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
       // positions: 1 split of 128 (max 1), 2 of 64 (max 2), 3 or 4 of 32, the last one
       // partial (max 4 and 8); the context of 20: 1 split of 32.
       for (int max_splits : {1, 2, 4, 8}) {
-        DevBuf<float> scratch(AttentionSplitFloats(n, heads, hd, max_splits)), out2(want.size());
+        DevBuf<float> scratch(std::vector<float>(AttentionSplitFloats(n, heads, hd, max_splits))),
+            out2(want.size());  // the scratch zeroed, as its counters need
         ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
                                   scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
                                   scratch.get(), max_splits),
                   cudaSuccess);
         ExpectClose(out2.Download(), want, 1e-4,
                     "split attention " + name + " max_splits " + std::to_string(max_splits));
+        // Its counters are back at zero: a launch of the first token only (the scratch's
+        // prefix), then all tokens again (a graph replay), merge alike.
+        DevBuf<float> out1(static_cast<size_t>(heads) * hd);
+        ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), 1, heads, kv_heads, hd,
+                                  scale, dtab.get(), dstart.get(), dpos.get(), out1.get(), nullptr,
+                                  scratch.get(), max_splits),
+                  cudaSuccess);
+        ExpectClose(
+            out1.Download(),
+            std::vector<float>(want.begin(), want.begin() + static_cast<int64_t>(heads) * hd), 1e-4,
+            "split attention, first token alone, " + name);
+        out2.Poison();
+        ASSERT_EQ(LaunchAttention(View(c, 1, dpool.get(), kv_dim), dq.get(), n, heads, kv_heads, hd,
+                                  scale, dtab.get(), dstart.get(), dpos.get(), out2.get(), nullptr,
+                                  scratch.get(), max_splits),
+                  cudaSuccess);
+        ExpectClose(out2.Download(), want, 1e-4,
+                    "split attention again " + name + " max_splits " + std::to_string(max_splits));
       }
     }
   }

@@ -127,6 +127,19 @@ T __ldg(const T* p) {
   emu::CheckAligned(p, alignof(T), "__ldg");
   return *p;
 }
+template <typename T>
+T __ldcg(const T* p) {
+  emu::CheckAligned(p, alignof(T), "__ldcg");
+  return *p;
+}
+// One block runs at a time, switching only at barriers: atomics are plain read-modify-writes
+// and fences have nothing to order.
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline void __threadfence() {}
 
 inline float __uint_as_float(unsigned int b) { return emu::FromBits<float>(b); }
 inline unsigned int __float_as_uint(float f) { return static_cast<unsigned int>(emu::Bits(f)); }
