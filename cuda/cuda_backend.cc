@@ -248,9 +248,10 @@ absl::Status CudaBackend::AllocateWorkspace() {
   const size_t k = carve.Take(t * c.kv_dim() * f), v = carve.Take(t * c.kv_dim() * f);
   const size_t gate = carve.Take(t * c.n_ff * f), up = carve.Take(t * c.n_ff * f);
   // Split attention's partial results for decode-sized steps (attn_splits_ per head).
-  const size_t attn = carve.Take(AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens),
-                                                      c.n_heads, c.head_dim, attn_splits_) *
-                                 f);
+  const size_t attn_bytes = AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens), c.n_heads,
+                                                 c.head_dim, attn_splits_) *
+                            f;
+  const size_t attn = carve.Take(attn_bytes);
   // The metadata region: int64 slot offsets first (8-byte aligned), then four int32 arrays.
   meta_bytes_ = t * (sizeof(int64_t) + 4 * sizeof(int32_t));
   const size_t meta = carve.Take(meta_bytes_);
@@ -261,10 +262,7 @@ absl::Status CudaBackend::AllocateWorkspace() {
   x_ = F(x), xb_ = F(xb), q_ = F(q), att_ = F(att), k_ = F(k), v_ = F(v);
   gate_ = F(gate), up_ = F(up), d_attn_scratch_ = F(attn);
   // Split attention's counters start at zero (its launches leave them so).
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemset(d_attn_scratch_, 0,
-                                         AttentionSplitFloats(std::min(max_tokens_, kMaxGemvTokens),
-                                                              c.n_heads, c.head_dim, attn_splits_) *
-                                             f));
+  PINFER_CUDA_RETURN_IF_ERROR(cudaMemset(d_attn_scratch_, 0, attn_bytes));
   d_meta_ = workspace_ + meta;
   void* h = nullptr;
   PINFER_CUDA_RETURN_IF_ERROR(cudaMallocHost(&h, meta_bytes_));

@@ -2,6 +2,7 @@
 // pairs and halves), SwiGLU, residual add and bias add. Same formulas as engine/ops.cc.
 #include "cuda/kernels.h"
 #include "cuda/pdl.cuh"
+#include "cuda/rope.cuh"
 
 namespace pinfer::cuda {
 namespace {
@@ -31,29 +32,23 @@ __global__ void RmsNormKernel(const float* __restrict__ x, const int32_t* rows,
   for (int c = threadIdx.x; c < dim; c += blockDim.x) o[c] = xr[c] * scale * w[c];
 }
 
-// One thread per (token, head, pair) of q (heads [0, n_heads)) and then of k (heads
+// One thread per (token, head, pair) of rope.q (heads [0, n_heads)) and then of k (heads
 // [n_heads, n_heads + n_kv_heads)); k may be nullptr (n_kv_heads 0).
-__global__ void RopeKernel(float* q, float* k, int n_tokens, int n_heads, int n_kv_heads,
-                           int head_dim, const int32_t* positions, const float* __restrict__ freqs,
-                           bool halves, float freq_scale, const float* __restrict__ freq_factors) {
+__global__ void RopeKernel(RopeArgs rope, float* k, int n_tokens, int n_kv_heads) {
   AllowDependentLaunch();
-  const int half = head_dim / 2;
+  const int half = rope.head_dim / 2, n_heads = rope.n_heads;
   const int heads = n_heads + n_kv_heads;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<int64_t>(n_tokens) * heads * half) return;
   const int i = static_cast<int>(idx % half);
   const int64_t th = idx / half;  // token x heads + head
   const int t = static_cast<int>(th / heads), head = static_cast<int>(th % heads);
-  // The CPU's frequencies and order of operations (ApplyRope): pos * freq, / factor, * scale.
-  float angle = static_cast<float>(positions[t]) * freqs[i];
-  if (freq_factors) angle /= freq_factors[i];
-  angle *= freq_scale;
-  const float c = cosf(angle), s = sinf(angle);
+  int a, b;
+  float c, s;
+  RopePair(rope, i, rope.positions[t], &a, &b, &c, &s);
   float* v = head < n_heads
-                 ? q + (static_cast<int64_t>(t) * n_heads + head) * head_dim
-                 : k + (static_cast<int64_t>(t) * n_kv_heads + (head - n_heads)) * head_dim;
-  const int a = halves ? i : 2 * i;
-  const int b = halves ? i + half : 2 * i + 1;
+                 ? rope.q + (static_cast<int64_t>(t) * n_heads + head) * rope.head_dim
+                 : k + (static_cast<int64_t>(t) * n_kv_heads + (head - n_heads)) * rope.head_dim;
   const float x0 = v[a], x1 = v[b];
   v[a] = x0 * c - x1 * s;
   v[b] = x0 * s + x1 * c;
@@ -100,8 +95,9 @@ cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_
                          cudaStream_t s, float freq_scale, const float* freq_factors) {
   const int64_t n = static_cast<int64_t>(n_tokens) * (n_heads + n_kv_heads) * (head_dim / 2);
   if (n <= 0) return cudaSuccess;
-  RopeKernel<<<Blocks(n), kThreads, 0, s>>>(q, k, n_tokens, n_heads, n_kv_heads, head_dim,
-                                            positions, freqs, halves, freq_scale, freq_factors);
+  const RopeArgs rope =
+      MakeRopeArgs(q, n_heads, head_dim, positions, freqs, halves, freq_scale, freq_factors);
+  RopeKernel<<<Blocks(n), kThreads, 0, s>>>(rope, k, n_tokens, n_kv_heads);
   return cudaGetLastError();
 }
 

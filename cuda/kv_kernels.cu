@@ -9,6 +9,7 @@
 
 #include "cuda/kernels.h"
 #include "cuda/pdl.cuh"
+#include "cuda/rope.cuh"
 
 namespace pinfer::cuda {
 namespace {
@@ -54,41 +55,6 @@ __device__ __forceinline__ float E4M3Value(uint8_t c) {
   const float v =
       e == 0 ? static_cast<float>(m) / 512.0f : ldexpf(1.0f + static_cast<float>(m) / 8.0f, e - 7);
   return (c & 0x80) ? -v : v;
-}
-
-// RoPE for LaunchRopeKvWrite (positions == nullptr: none), as ApplyRope computes it.
-struct RopeArgs {
-  float* q = nullptr;  // [n_tokens x n_heads x head_dim], rotated in place
-  int n_heads = 0, head_dim = 0;
-  const int32_t* positions = nullptr;
-  const float* freqs = nullptr;    // [head_dim / 2]
-  const float* factors = nullptr;  // [head_dim / 2] or nullptr
-  float scale = 1.0f;
-  bool halves = false;
-};
-
-// Pair p of a head: the indices it rotates and its angle at pos.
-__device__ __forceinline__ void RopePair(const RopeArgs& r, int p, int pos, int* a, int* b,
-                                         float* c, float* s) {
-  const int half = r.head_dim / 2;
-  *a = r.halves ? p : 2 * p;
-  *b = r.halves ? p + half : 2 * p + 1;
-  float angle = static_cast<float>(pos) * r.freqs[p];
-  if (r.factors) angle /= r.factors[p];
-  angle *= r.scale;
-  *c = cosf(angle);
-  *s = sinf(angle);
-}
-
-// Value i of a row of heads, rotated (its pair read from the row, which is left unchanged).
-__device__ __forceinline__ float RopedAt(const RopeArgs& r, const float* row, int i, int pos) {
-  const int j = i % r.head_dim, head = i - j, half = r.head_dim / 2;
-  const int p = r.halves ? j % half : j / 2;
-  int a, b;
-  float c, s;
-  RopePair(r, p, pos, &a, &b, &c, &s);
-  const float x0 = row[head + a], x1 = row[head + b];
-  return j == a ? x0 * c - x1 * s : x0 * s + x1 * c;
 }
 
 // One block per (token, k|v) row; a negative slot offset (a graph's padding row) writes
@@ -422,15 +388,8 @@ cudaError_t LaunchRopeKvWrite(const KvLayerView& kv, float* q, int n_heads, cons
                               const float* freq_factors) {
   if (n_tokens <= 0) return cudaSuccess;
   if (head_dim <= 0 || head_dim % 2 != 0 || kv.kv_dim % head_dim != 0) return cudaErrorInvalidValue;
-  RopeArgs rope;
-  rope.q = q;
-  rope.n_heads = n_heads;
-  rope.head_dim = head_dim;
-  rope.positions = positions;
-  rope.freqs = freqs;
-  rope.factors = freq_factors;
-  rope.scale = freq_scale;
-  rope.halves = halves;
+  const RopeArgs rope =
+      MakeRopeArgs(q, n_heads, head_dim, positions, freqs, halves, freq_scale, freq_factors);
   KvWriteKernel<<<dim3(n_tokens, 3), kWriteThreads, 0, s>>>(kv, k, v, slot_offset, rope);
   return cudaGetLastError();
 }

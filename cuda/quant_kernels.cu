@@ -228,33 +228,38 @@ int64_t ThreadsPerRow(const DeviceMatrix& w) {
 }  // namespace
 
 namespace {
-std::atomic<int> gemv_layout{-1};   // -1: not chosen yet (PINFER_CUDA_GEMV decides)
-std::atomic<int> programmatic{-1};  // -1: not chosen yet (PINFER_CUDA_PDL decides)
+// A switch set by its setter, or on first use by an environment variable: on (1) when the
+// variable equals `on_value`, else off (0).
+class EnvSwitch {
+ public:
+  EnvSwitch(const char* var, const char* on_value) : var_(var), on_value_(on_value) {}
+  void Set(bool on) { state_ = on ? 1 : 0; }
+  bool On() {
+    int s = state_.load();
+    if (s < 0) {
+      const char* env = std::getenv(var_);
+      s = env != nullptr && std::strcmp(env, on_value_) == 0 ? 1 : 0;
+      state_ = s;
+    }
+    return s == 1;
+  }
+
+ private:
+  const char* var_;
+  const char* on_value_;
+  std::atomic<int> state_{-1};  // -1: not chosen yet
+};
+
+EnvSwitch units_layout("PINFER_CUDA_GEMV", "units");
+EnvSwitch programmatic("PINFER_CUDA_PDL", "1");
 }  // namespace
 
-void SetProgrammaticLaunch(bool on) { programmatic = on ? 1 : 0; }
+void SetProgrammaticLaunch(bool on) { programmatic.Set(on); }
+bool ProgrammaticLaunch() { return programmatic.On(); }
 
-bool ProgrammaticLaunch() {
-  int p = programmatic.load();
-  if (p < 0) {
-    const char* env = std::getenv("PINFER_CUDA_PDL");
-    p = env != nullptr && std::strcmp(env, "1") == 0 ? 1 : 0;
-    programmatic = p;
-  }
-  return p == 1;
-}
-
-void SetGemvLayout(GemvLayout layout) { gemv_layout = static_cast<int>(layout); }
-
+void SetGemvLayout(GemvLayout layout) { units_layout.Set(layout == GemvLayout::kUnits); }
 GemvLayout CurrentGemvLayout() {
-  int l = gemv_layout.load();
-  if (l < 0) {
-    const char* env = std::getenv("PINFER_CUDA_GEMV");
-    l = static_cast<int>(env != nullptr && std::strcmp(env, "units") == 0 ? GemvLayout::kUnits
-                                                                          : GemvLayout::kGroups);
-    gemv_layout = l;
-  }
-  return static_cast<GemvLayout>(l);
+  return units_layout.On() ? GemvLayout::kUnits : GemvLayout::kGroups;
 }
 
 bool WeightTypeSupported(int type) {

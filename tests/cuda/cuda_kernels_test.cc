@@ -420,44 +420,43 @@ std::vector<float> HostGemv(const HostMatrix& m, const uint8_t* data, const std:
   return y;
 }
 
+// HostGemv of lane_fn against the CPU's MatMul for n tokens of each count in ns (x seeded
+// x_seed + n), 1e-4 relative.
+template <typename Lane>
+void ExpectHostLanesMatchCpu(const HostMatrix& m, std::initializer_list<int> ns, uint32_t x_seed,
+                             Lane lane_fn, const std::string& what) {
+  ThreadPool pool(2);
+  for (int n : ns) {
+    const auto x = Random(n * m.w.cols, x_seed + n);
+    std::vector<float> want(n * m.w.rows);
+    MatMul(m.w, x.data(), n, want.data(), pool);
+    const auto got = HostGemv(m, m.bytes.data(), x, n, lane_fn);
+    ExpectClose(got, want, 1e-4, what + " n=" + std::to_string(n));
+  }
+}
+
 template <int kType, int kUnitBlocks, bool kWords>
 void CheckLegacyLanes(GgmlType t, int64_t cols) {
   const std::string name = std::string(GgmlTypeInfoOf(t).name) + " cols=" + std::to_string(cols) +
                            " unit=" + std::to_string(kUnitBlocks) + (kWords ? " words" : " halves");
-  HostMatrix m = MakeMatrix(t, 24, cols, 51);
-  ThreadPool pool(2);
-  for (int n : {1, 3, 16}) {
-    const auto x = Random(n * cols, 60 + n);
-    std::vector<float> want(n * m.w.rows);
-    MatMul(m.w, x.data(), n, want.data(), pool);
-    const auto got =
-        HostGemv(m, m.bytes.data(), x, n,
-                 [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
-                    float(&acc)[kMaxGemvTokens]) {
-                   gemv::LegacyLane<kType, kUnitBlocks, kWords>(row, xp, c, nn, lane, 32, acc);
-                 });
-    ExpectClose(got, want, 1e-4, "host lanes " + name + " n=" + std::to_string(n));
-  }
+  ExpectHostLanesMatchCpu(
+      MakeMatrix(t, 24, cols, 51), {1, 3, 16}, 60,
+      [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+         float(&acc)[kMaxGemvTokens]) {
+        gemv::LegacyLane<kType, kUnitBlocks, kWords>(row, xp, c, nn, lane, 32, acc);
+      },
+      "host lanes " + name);
 }
 
 template <int kType>
 void CheckKLanes(GgmlType t) {
   const std::string name(GgmlTypeInfoOf(t).name);
   for (int64_t cols : {256, 768, 2816}) {  // 1, 3 and 11 super-blocks per row
-    HostMatrix m = MakeMatrix(t, 12, cols, 52);
-    ThreadPool pool(2);
-    for (int n : {1, 4, 16}) {
-      const auto x = Random(n * cols, 70 + n);
-      std::vector<float> want(n * m.w.rows);
-      MatMul(m.w, x.data(), n, want.data(), pool);
-      const auto got = HostGemv(
-          m, m.bytes.data(), x, n,
-          [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
-             float(&acc)[kMaxGemvTokens]) { gemv::KLane<kType>(row, xp, c, nn, lane, 32, acc); });
-      ExpectClose(
-          got, want, 1e-4,
-          "host lanes " + name + " cols=" + std::to_string(cols) + " n=" + std::to_string(n));
-    }
+    ExpectHostLanesMatchCpu(
+        MakeMatrix(t, 12, cols, 52), {1, 4, 16}, 70,
+        [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+           float(&acc)[kMaxGemvTokens]) { gemv::KLane<kType>(row, xp, c, nn, lane, 32, acc); },
+        "host lanes " + name + " cols=" + std::to_string(cols));
   }
 }
 
@@ -467,21 +466,11 @@ void CheckGroupLanes(GgmlType t) {
   const bool k_type = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
   for (int64_t cols :
        k_type ? std::vector<int64_t>{256, 768, 2816} : std::vector<int64_t>{32, 160, 512}) {
-    HostMatrix m = MakeMatrix(t, 12, cols, 53);
-    ThreadPool pool(2);
-    for (int n : {1, 4, 16}) {
-      const auto x = Random(n * cols, 80 + n);
-      std::vector<float> want(n * m.w.rows);
-      MatMul(m.w, x.data(), n, want.data(), pool);
-      const auto got = HostGemv(m, m.bytes.data(), x, n,
-                                [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
-                                   float(&acc)[kMaxGemvTokens]) {
-                                  gemv::GroupLane<kType>(row, xp, c, nn, lane, 32, acc);
-                                });
-      ExpectClose(
-          got, want, 1e-4,
-          "host group lanes " + name + " cols=" + std::to_string(cols) + " n=" + std::to_string(n));
-    }
+    ExpectHostLanesMatchCpu(
+        MakeMatrix(t, 12, cols, 53), {1, 4, 16}, 80,
+        [](const uint8_t* row, const float* xp, int64_t c, int nn, int lane,
+           float(&acc)[kMaxGemvTokens]) { gemv::GroupLane<kType>(row, xp, c, nn, lane, 32, acc); },
+        "host group lanes " + name + " cols=" + std::to_string(cols));
   }
 }
 
