@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "bench/workload.h"
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace pinfer {
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/memory_ledger.h"
+#include "engine/memory/memory_ledger.h"
 #include "loaders/absl_compat.h"
 #include "nlohmann/json.hpp"
 

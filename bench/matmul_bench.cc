@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/matmul.h"
-#include "engine/thread_pool.h"
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/thread_pool.h"
 #include "loaders/quants.h"
 
 namespace pinfer {

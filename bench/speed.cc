@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/workload.h"
-#include "engine/thread_pool.h"
+#include "engine/cpu/thread_pool.h"
 #include "loaders/absl_compat.h"
 
 namespace pinfer {

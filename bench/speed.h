@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace pinfer {
 

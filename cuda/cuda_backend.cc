@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cuda/cuda_check.h"
-#include "engine/ops.h"
+#include "engine/cpu/ops.h"
 #include "kvcache/kv_dtype.h"
 #include "loaders/absl_compat.h"
 #include "loaders/ggml_types.h"

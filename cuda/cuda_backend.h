@@ -29,7 +29,7 @@
 #include "cuda/device_matmul.h"
 #include "cuda/kernels.h"
 #include "engine/backend.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace pinfer::cuda {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace pinfer::cuda {
 

@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/build_info.h"
-#include "engine/cpu_backend.h"
-#include "engine/memory_ledger.h"
-#include "engine/model_plan.h"
-#include "engine/system_memory.h"
+#include "engine/cpu/cpu_backend.h"
+#include "engine/memory/memory_ledger.h"
+#include "engine/memory/model_plan.h"
+#include "engine/memory/system_memory.h"
 #include "loaders/absl_compat.h"
 
 namespace pinfer {

@@ -16,9 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend.h"
-#include "engine/memory_ledger.h"
-#include "engine/memory_report.h"
-#include "engine/model.h"
+#include "engine/memory/memory_ledger.h"
+#include "engine/memory/memory_report.h"
+#include "engine/model/model.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "kvcache/kv_cache.h"

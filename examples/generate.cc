@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 using namespace pinfer;
 

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/score.h"
+#include "engine/eval/score.h"
+#include "engine/model/model.h"
 
 using namespace pinfer;
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "bench/speed.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 

@@ -8,7 +8,7 @@
 #include "bench/kv_compare.h"
 #include "bench/kv_plot.h"
 #include "bench/kv_report.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"

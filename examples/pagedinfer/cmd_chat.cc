@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
 #include "server/chat_template.h"

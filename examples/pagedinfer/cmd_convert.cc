@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/gguf_export.h"
-#include "engine/memory_ledger.h"
-#include "engine/model.h"
-#include "engine/model_shapes.h"
+#include "engine/convert/gguf_export.h"
+#include "engine/memory/memory_ledger.h"
+#include "engine/model/model.h"
+#include "engine/model/model_shapes.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 

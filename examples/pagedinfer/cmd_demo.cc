@@ -8,8 +8,8 @@
 
 #include "engine/build_info.h"
 #include "engine/engine.h"
-#include "engine/model.h"
-#include "engine/synth.h"
+#include "engine/model/model.h"
+#include "engine/synth/synth.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
 

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 #include "kvcache/kv_dtype.h"

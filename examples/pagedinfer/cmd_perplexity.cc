@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
-#include "engine/kl_divergence.h"
-#include "engine/model.h"
-#include "engine/perplexity.h"
+#include "engine/eval/kl_divergence.h"
+#include "engine/eval/perplexity.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/read_text.h"

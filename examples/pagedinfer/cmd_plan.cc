@@ -3,8 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
-#include "engine/memory_ledger.h"
-#include "engine/model_shapes.h"
+#include "engine/memory/memory_ledger.h"
+#include "engine/model/model_shapes.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "engine/memory_ledger.h"
-#include "engine/quality.h"
+#include "engine/eval/quality.h"
+#include "engine/memory/memory_ledger.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/read_text.h"

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/memory_ledger.h"
-#include "engine/quantize.h"
+#include "engine/convert/quantize.h"
+#include "engine/memory/memory_ledger.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 #include "loaders/absl_compat.h"

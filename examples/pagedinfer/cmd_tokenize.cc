@@ -2,7 +2,7 @@
 // the model adds one), as llama-tokenize prints them.
 #include <cstdio>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
 

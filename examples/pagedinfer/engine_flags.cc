@@ -1,7 +1,7 @@
 #include "examples/pagedinfer/engine_flags.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 
 #if PAGEDINFER_WITH_CUDA
 #include "cuda/cuda_device.h"

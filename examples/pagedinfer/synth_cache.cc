@@ -9,7 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "engine/synth.h"
+#include "engine/synth/synth.h"
 
 namespace pinfer::cli {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_helpers.h"
 #include "tests/testing/test_models.h"

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_helpers.h"

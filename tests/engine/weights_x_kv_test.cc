@@ -3,8 +3,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "engine/model.h"
-#include "engine/synth.h"
+#include "engine/model/model.h"
+#include "engine/synth/synth.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_helpers.h"
 #include "tests/testing/test_models.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "engine/memory_ledger.h"
+#include "engine/memory/memory_ledger.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 

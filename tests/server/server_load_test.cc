@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "nlohmann/json.hpp"
 #include "server/openai_server.h"
 #include "tests/testing/test_models.h"

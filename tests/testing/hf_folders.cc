@@ -9,8 +9,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "engine/hf_export.h"
-#include "engine/synth_data.h"
+#include "engine/convert/hf_export.h"
+#include "engine/synth/synth_data.h"
 #include "loaders/fp16.h"
 #include "loaders/safetensors.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 namespace pinfer::testing {
 

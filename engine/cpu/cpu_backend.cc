@@ -1,0 +1,134 @@
+#include "engine/cpu/cpu_backend.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cpu/matmul.h"
+#include "engine/cpu/ops.h"
+#include "kvcache/attention.h"
+#include "loaders/quants.h"
+
+namespace pinfer {
+
+uint64_t CpuBackend::WorkspaceFloats(const ModelConfig& c, int max_tokens) {
+  const uint64_t per_token = 3ull * c.dim + 2ull * c.q_dim() + 2ull * c.kv_dim() + 2ull * c.n_ff;
+  return per_token * static_cast<uint64_t>(max_tokens);
+}
+
+uint64_t CpuBackend::WorkspaceBytes() const {
+  uint64_t scratch = 0;
+  for (const auto& s : scratch_) scratch += s.capacity();
+  return (WorkspaceFloats(model_.config(), max_tokens_) + scratch) * sizeof(float);
+}
+
+CpuBackend::CpuBackend(const Model& model, int max_tokens, int n_threads)
+    : model_(model), max_tokens_(max_tokens), pool_(n_threads) {
+  const ModelConfig& c = model.config();
+  const size_t t = static_cast<size_t>(max_tokens);
+  x_.resize(t * c.dim);
+  xb_.resize(t * c.dim);
+  q_.resize(t * c.q_dim());
+  k_.resize(t * c.kv_dim());
+  v_.resize(t * c.kv_dim());
+  att_.resize(t * c.q_dim());
+  proj_.resize(t * c.dim);
+  gate_.resize(t * c.n_ff);
+  up_.resize(t * c.n_ff);
+  scratch_.resize(static_cast<size_t>(pool_.size()));
+}
+
+void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int layer) {
+  const ModelConfig& c = model_.config();
+  AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
+                       1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  const int64_t items = static_cast<int64_t>(batch.size()) * c.n_kv_heads;
+  pool_.ParallelFor(
+      items,
+      [&](int64_t begin, int64_t end, int thread) {
+        std::vector<float>& scratch = scratch_[static_cast<size_t>(thread)];
+        for (int64_t item = begin; item < end; ++item) {
+          const int t = static_cast<int>(item / c.n_kv_heads);
+          const int kv = static_cast<int>(item % c.n_kv_heads);
+          const int n_ctx = batch.positions[t] + 1;
+          const size_t need = AttentionScratchFloats(shape, n_ctx);
+          if (scratch.size() < need) scratch.resize(need);
+          AttendOne(cache, batch.seq_ids[t], layer, shape, q_.data() + (size_t)t * c.q_dim(), n_ctx,
+                    kv, kv + 1, att_.data() + (size_t)t * c.q_dim(), scratch.data());
+        }
+      },
+      1);
+}
+
+absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
+  const ModelConfig& c = model_.config();
+  const ModelWeights& w = model_.weights();
+  const int n = batch.size();
+  if (n == 0) return absl::OkStatus();
+  if (n > max_tokens_) {
+    return absl::InvalidArgumentError(absl::StrCat("a step of ", n, " tokens exceeds the ",
+                                                   max_tokens_, " this backend was sized for"));
+  }
+  const KvDtype kv_dtype = cache.config().dtype;
+  for (int t = 0; t < n; ++t) {
+    const int32_t tok = batch.tokens[t];
+    if (tok < 0 || tok >= c.n_vocab) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", tok, " is outside the vocabulary of ", c.n_vocab));
+    }
+    if (batch.positions[t] >= cache.num_tokens(batch.seq_ids[t])) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sequence ", batch.seq_ids[t], " has no KV slot for position ", batch.positions[t]));
+    }
+    DequantizeRow(w.tok_embd.type, w.tok_embd.row(tok), x_.data() + (size_t)t * c.dim, c.dim);
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    for (int t = 0; t < n; ++t) {
+      RmsNorm(x_.data() + (size_t)t * c.dim, L.attn_norm.data(), c.dim, c.rms_eps,
+              xb_.data() + (size_t)t * c.dim);
+    }
+    MatMul(L.wq, xb_.data(), n, q_.data(), pool_);
+    MatMul(L.wk, xb_.data(), n, k_.data(), pool_);
+    MatMul(L.wv, xb_.data(), n, v_.data(), pool_);
+    for (int t = 0; t < n; ++t) {
+      float* q = q_.data() + (size_t)t * c.q_dim();
+      float* k = k_.data() + (size_t)t * c.kv_dim();
+      float* v = v_.data() + (size_t)t * c.kv_dim();
+      if (c.qkv_bias) {
+        AddInPlace(q, L.bq.data(), c.q_dim());
+        AddInPlace(k, L.bk.data(), c.kv_dim());
+        AddInPlace(v, L.bv.data(), c.kv_dim());
+      }
+      const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+      ApplyRope(q, c.n_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style,
+                c.rope_freq_scale, factors);
+      ApplyRope(k, c.n_kv_heads, c.head_dim, batch.positions[t], c.rope_theta, c.rope_style,
+                c.rope_freq_scale, factors);
+      const SeqId seq = batch.seq_ids[t];
+      KvEncodeRow(kv_dtype, k, cache.TokenRow(seq, batch.positions[t], l, 0), c.kv_dim());
+      KvEncodeRow(kv_dtype, v, cache.TokenRow(seq, batch.positions[t], l, 1), c.kv_dim());
+    }
+    Attention(batch, cache, l);
+    MatMul(L.wo, att_.data(), n, proj_.data(), pool_);
+    AddInPlace(x_.data(), proj_.data(), (int64_t)n * c.dim);
+    for (int t = 0; t < n; ++t) {
+      RmsNorm(x_.data() + (size_t)t * c.dim, L.ffn_norm.data(), c.dim, c.rms_eps,
+              xb_.data() + (size_t)t * c.dim);
+    }
+    MatMul(L.w_gate, xb_.data(), n, gate_.data(), pool_);
+    MatMul(L.w_up, xb_.data(), n, up_.data(), pool_);
+    SwiGlu(gate_.data(), up_.data(), (int64_t)n * c.n_ff);
+    MatMul(L.w_down, gate_.data(), n, proj_.data(), pool_);
+    AddInPlace(x_.data(), proj_.data(), (int64_t)n * c.dim);
+  }
+  // Final norm and the output projection, only for the rows whose logits are wanted.
+  const int n_out = static_cast<int>(batch.logit_rows.size());
+  for (int i = 0; i < n_out; ++i) {
+    RmsNorm(x_.data() + (size_t)batch.logit_rows[i] * c.dim, w.output_norm.data(), c.dim, c.rms_eps,
+            xb_.data() + (size_t)i * c.dim);
+  }
+  if (n_out > 0) MatMul(w.output, xb_.data(), n_out, logits, pool_);
+  return absl::OkStatus();
+}
+
+}  // namespace pinfer

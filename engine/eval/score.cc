@@ -1,0 +1,36 @@
+#include "engine/eval/score.h"
+
+#include <algorithm>
+
+namespace pinfer {
+
+absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& backend,
+                                                 KvDtype kv_dtype, std::span<const int32_t> tokens,
+                                                 int chunk, int first) {
+  const ModelConfig& c = model.config();
+  const int n = static_cast<int>(tokens.size());
+  first = std::clamp(first, 0, n);
+  KvCacheConfig kc = KvCacheConfigFor(c, kv_dtype);
+  kc.max_model_len = std::max(n, 1);
+  kc.max_num_seqs = 1;
+  kc.block_size = 16;
+  kc.num_blocks = (kc.max_model_len + kc.block_size - 1) / kc.block_size;
+  kc.prefix_caching = false;
+  auto cache = KvCache::Create(kc);
+  if (!cache.ok()) return cache.status();
+  if (absl::Status s = (*cache)->AddSequence(0); !s.ok()) return s;
+  std::vector<float> logits(static_cast<size_t>(n - first) * c.n_vocab);
+  for (int start = 0; start < n; start += chunk) {
+    const int count = std::min(chunk, n - start);
+    if (absl::Status s = (*cache)->Append(0, tokens.subspan(start, count)); !s.ok()) return s;
+    ForwardBatch batch;
+    for (int j = 0; j < count; ++j) batch.Add(tokens[start + j], start + j, 0, start + j >= first);
+    // The wanted rows of this chunk are contiguous and in order: they land at their position.
+    const size_t row0 = static_cast<size_t>(std::max(start, first) - first);
+    absl::Status s = backend.Forward(batch, **cache, logits.data() + row0 * c.n_vocab);
+    if (!s.ok()) return s;
+  }
+  return logits;
+}
+
+}  // namespace pinfer

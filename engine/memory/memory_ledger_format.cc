@@ -1,0 +1,109 @@
+// The ledger as a table for people and as JSON for scripts.
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/memory/memory_ledger.h"
+#include "loaders/absl_compat.h"
+#include "nlohmann/json.hpp"
+
+namespace pinfer {
+namespace {
+
+std::string Row(std::string_view label, uint64_t bytes, std::string_view note = "") {
+  std::string row = absl::StrFormat("  %-26s %12s %16d", Sv(label), FormatBytes(bytes), bytes);
+  if (!note.empty()) absl::StrAppend(&row, "  ", Sv(note));
+  return row + "\n";
+}
+
+}  // namespace
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  double v = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  while (v >= 1024.0 && unit < 3) {
+    v /= 1024.0;
+    ++unit;
+  }
+  return absl::StrFormat("%.2f %s", v, kUnits[unit]);
+}
+
+std::string MemoryLedger::ToText() const {
+  std::string out = absl::StrFormat(
+      "memory ledger: %s (%s), KV %s, blocks of %d tokens, max_model_len %d, max_num_seqs %d, "
+      "max_num_batched_tokens %d\n",
+      model_name, weight_format, Sv(KvDtypeName(kv_dtype)), block_size, max_model_len, max_num_seqs,
+      max_num_batched_tokens);
+  absl::StrAppend(&out, absl::StrFormat("  %-26s %12s %16s\n", "line", "size", "bytes"));
+  absl::StrAppend(&out, Row("budget", budget_bytes));
+  absl::StrAppend(&out, Row("weights", weights_bytes));
+  for (const WeightLine& w : weights) {
+    absl::StrAppend(&out, Row(absl::StrCat("  ", w.type, " (", w.tensors, " tensors)"), w.bytes));
+  }
+  absl::StrAppend(&out, Row("workspace", workspace_bytes, "upper bound, float32"));
+  absl::StrAppend(&out, Row("  activations", workspace.activations));
+  absl::StrAppend(&out, Row("  logits + probabilities", workspace.logits));
+  absl::StrAppend(&out, Row("  attention scores", workspace.scores));
+  absl::StrAppend(&out, Row("  rope tables", workspace.rope));
+  if (workspace_bytes > workspace.total()) {
+    absl::StrAppend(&out,
+                    Row("  device step buffers", workspace_bytes, "measured, above the bound"));
+  }
+  absl::StrAppend(&out, Row("runtime reserve", reserve_bytes));
+  if (graph_bytes > 0)
+    absl::StrAppend(&out, Row("cuda graphs", graph_bytes, "set aside for capture"));
+  absl::StrAppend(&out, Row("KV pool", kv_pool_bytes,
+                            absl::StrCat(kv_pool_blocks, " blocks, ", kv_pool_tokens, " tokens")));
+  absl::StrAppend(&out, absl::StrFormat("  KV per token: %s (%d bytes); per block: %s\n",
+                                        FormatBytes(kv_bytes_per_token), kv_bytes_per_token,
+                                        FormatBytes(kv_bytes_per_block)));
+  absl::StrAppend(
+      &out,
+      absl::StrFormat("  sequences of max_model_len %d at once: %d (%d blocks each); "
+                      "longest max_model_len that fits: %d tokens\n",
+                      max_model_len, max_concurrency, blocks_per_sequence, max_model_len_fit));
+  absl::StrAppend(&out, "  fits: ", fits ? "yes" : "no", "\n");
+  if (!message.empty()) absl::StrAppend(&out, "  ", message, "\n");
+  return out;
+}
+
+std::string MemoryLedger::ToJson() const {
+  nlohmann::json weights_by_type = nlohmann::json::array();
+  for (const WeightLine& w : weights) {
+    weights_by_type.push_back({{"type", w.type}, {"tensors", w.tensors}, {"bytes", w.bytes}});
+  }
+  nlohmann::json j = {
+      {"model", model_name},
+      {"weight_format", weight_format},
+      {"kv_dtype", std::string(KvDtypeName(kv_dtype))},
+      {"block_size", block_size},
+      {"max_model_len", max_model_len},
+      {"max_num_seqs", max_num_seqs},
+      {"max_num_batched_tokens", max_num_batched_tokens},
+      {"budget_bytes", budget_bytes},
+      {"weights_bytes", weights_bytes},
+      {"weights_by_type", weights_by_type},
+      {"workspace_bytes", workspace_bytes},
+      {"workspace",
+       {{"activations", workspace.activations},
+        {"logits", workspace.logits},
+        {"scores", workspace.scores},
+        {"rope", workspace.rope}}},
+      {"reserve_bytes", reserve_bytes},
+      {"graph_bytes", graph_bytes},
+      {"kv_bytes_per_token", kv_bytes_per_token},
+      {"kv_bytes_per_block", kv_bytes_per_block},
+      {"kv_pool_bytes", kv_pool_bytes},
+      {"kv_pool_blocks", kv_pool_blocks},
+      {"kv_pool_tokens", kv_pool_tokens},
+      {"blocks_per_sequence", blocks_per_sequence},
+      {"max_concurrency", max_concurrency},
+      {"max_model_len_fit", max_model_len_fit},
+      {"fits", fits},
+      {"message", message},
+  };
+  return j.dump(2);
+}
+
+}  // namespace pinfer

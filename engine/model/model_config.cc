@@ -1,0 +1,190 @@
+#include "engine/model/model_config.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "loaders/gguf.h"
+
+namespace pinfer {
+
+absl::Status ModelConfig::Validate() const {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", name, "' (", arch, "): ", what));
+  };
+  if (n_vocab <= 0 || dim <= 0 || n_ff <= 0 || n_layers <= 0 || n_heads <= 0 || n_kv_heads <= 0 ||
+      head_dim <= 0) {
+    return bad(absl::StrCat("sizes must be positive (vocab ", n_vocab, ", dim ", dim, ", ff ", n_ff,
+                            ", layers ", n_layers, ", heads ", n_heads, ", kv heads ", n_kv_heads,
+                            ", head dim ", head_dim, ")"));
+  }
+  if (n_heads % n_kv_heads != 0) {
+    return bad(absl::StrCat(n_heads, " query heads are not a multiple of ", n_kv_heads,
+                            " key/value heads"));
+  }
+  if (head_dim % 2 != 0)
+    return bad(absl::StrCat("head dim ", head_dim, " is odd; RoPE needs pairs"));
+  if (!(rms_eps > 0) || !(rope_theta > 0)) return bad("rms_eps and rope_theta must be positive");
+  if (!(rope_freq_scale > 0) || !std::isfinite(rope_freq_scale)) {
+    return bad(absl::StrCat("RoPE frequency scale ", rope_freq_scale, " must be positive"));
+  }
+  if (!rope_freq_factors.empty()) {
+    if (rope_freq_factors.size() != static_cast<size_t>(head_dim / 2)) {
+      return bad(absl::StrCat(rope_freq_factors.size(), " RoPE frequency factors for head dim ",
+                              head_dim, "; expected ", head_dim / 2));
+    }
+    for (float f : rope_freq_factors) {
+      if (!(f > 0) || !std::isfinite(f)) {
+        return bad(absl::StrCat("RoPE frequency factor ", f, " must be positive and finite"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype) {
+  KvCacheConfig kc;
+  kc.n_layers = c.n_layers;
+  kc.n_kv_heads = c.n_kv_heads;
+  kc.head_dim = c.head_dim;
+  kc.dtype = dtype;
+  return kc;
+}
+
+void SetHyperParameters(const ModelConfig& c, GgufWriter* w) {
+  const std::string& a = c.arch;
+  w->SetU32(a + ".vocab_size", static_cast<uint32_t>(c.n_vocab));
+  w->SetU32(a + ".context_length", static_cast<uint32_t>(c.context_length));
+  w->SetU32(a + ".embedding_length", static_cast<uint32_t>(c.dim));
+  w->SetU32(a + ".block_count", static_cast<uint32_t>(c.n_layers));
+  w->SetU32(a + ".feed_forward_length", static_cast<uint32_t>(c.n_ff));
+  w->SetU32(a + ".attention.head_count", static_cast<uint32_t>(c.n_heads));
+  w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
+  w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w->SetF32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  w->SetF32(a + ".rope.freq_base", c.rope_theta);
+  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  if (c.rope_freq_scale != 1.0f) {  // per-pair factors travel as the rope_freqs.weight tensor
+    w->SetString(a + ".rope.scaling.type", "linear");
+    w->SetF32(a + ".rope.scaling.factor", 1.0f / c.rope_freq_scale);
+  }
+}
+
+std::vector<float> Llama3RopeFactors(float theta, int head_dim, double factor,
+                                     double low_freq_factor, double high_freq_factor,
+                                     double original_max_position_embeddings) {
+  const double low_freq_wavelen = original_max_position_embeddings / low_freq_factor;
+  const double high_freq_wavelen = original_max_position_embeddings / high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < head_dim / 2; ++i) {
+    // The frequency in float32, as the reference computes it before the wavelength test.
+    const float freq = 1.0f / std::pow(theta, static_cast<float>(2 * i) / head_dim);
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_freq_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      const double smooth = (original_max_position_embeddings / wavelen - low_freq_factor) /
+                            (high_freq_factor - low_freq_factor);
+      out.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// {arch}.rope.scaling.* keys and the rope_freqs.weight tensor into c.
+absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfig* c) {
+  std::string type = f.GetString(p + "rope.scaling.type").value_or("");
+  double factor = 0;
+  if (auto v = f.GetFloat(p + "rope.scaling.factor"); v.ok()) {
+    factor = *v;
+  } else if (auto old = f.GetFloat(p + "rope.scale_linear"); old.ok()) {
+    factor = *old;
+  }
+  if (!type.empty() && type != "none" && type != "linear") {
+    return absl::UnimplementedError(absl::StrCat(
+        "GGUF key ", p, "rope.scaling.type = '", type,
+        "': only linear RoPE scaling and Llama-3.1-style frequency factors are supported"));
+  }
+  if (type != "none" && factor != 0) {
+    if (!(factor > 0) || !std::isfinite(factor)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF key ", p, "rope.scaling.factor = ", factor, " must be positive"));
+    }
+    c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  }
+  const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight");
+  if (t == nullptr) return absl::OkStatus();
+  const int64_t n = c->head_dim / 2;
+  if (t->type != GgmlType::kF32 || t->dims.size() != 1 || t->dims[0] != n ||
+      t->nbytes != static_cast<uint64_t>(n) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor 'rope_freqs.weight' must be F32 with ", n, " values (head_dim / 2)"));
+  }
+  c->rope_freq_factors.resize(static_cast<size_t>(n));
+  std::memcpy(c->rope_freq_factors.data(), f.data(*t), t->nbytes);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
+  ModelConfig c;
+  auto arch = f.GetString("general.architecture");
+  if (!arch.ok()) return arch.status();
+  c.arch = *arch;
+  if (c.arch != "llama" && c.arch != "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(
+        "model architecture '", c.arch,
+        "' is not supported; this engine runs the llama family (llama: Llama 2/3, Mistral, "
+        "TinyLlama) and qwen2"));
+  }
+  c.name = f.GetString("general.name").value_or("");
+  const std::string p = c.arch + ".";
+  auto get_int = [&](const std::string& key, int* out, bool required) -> absl::Status {
+    auto v = f.GetInt(p + key);
+    if (v.ok()) {
+      if (*v <= 0 || *v > (1 << 30)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GGUF key ", p, key, " = ", *v, " is out of range"));
+      }
+      *out = static_cast<int>(*v);
+      return absl::OkStatus();
+    }
+    if (!required && absl::IsNotFound(v.status())) return absl::OkStatus();
+    return v.status();
+  };
+  for (auto [key, out] :
+       {std::pair{"embedding_length", &c.dim}, std::pair{"feed_forward_length", &c.n_ff},
+        std::pair{"block_count", &c.n_layers}, std::pair{"attention.head_count", &c.n_heads},
+        std::pair{"context_length", &c.context_length}}) {
+    if (absl::Status s = get_int(key, out, true); !s.ok()) return s;
+  }
+  c.n_kv_heads = c.n_heads;
+  if (absl::Status s = get_int("attention.head_count_kv", &c.n_kv_heads, false); !s.ok()) return s;
+  c.head_dim = c.dim / c.n_heads;
+  if (absl::Status s = get_int("attention.key_length", &c.head_dim, false); !s.ok()) return s;
+  if (auto eps = f.GetFloat(p + "attention.layer_norm_rms_epsilon"); eps.ok()) {
+    c.rms_eps = static_cast<float>(*eps);
+  }
+  if (auto theta = f.GetFloat(p + "rope.freq_base"); theta.ok()) {
+    c.rope_theta = static_cast<float>(*theta);
+  }
+  c.rope_style = c.arch == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  if (absl::Status s = ReadRopeScaling(f, p, &c); !s.ok()) return s;
+  c.qkv_bias = c.arch == "qwen2";
+  if (const GgufTensorInfo* emb = f.FindTensor("token_embd.weight"); emb && emb->dims.size() == 2) {
+    c.n_vocab = static_cast<int>(emb->dims[1]);
+  } else if (auto v = f.GetInt(p + "vocab_size"); v.ok()) {
+    c.n_vocab = static_cast<int>(*v);
+  }
+  c.tied_embeddings = f.FindTensor("output.weight") == nullptr;
+  if (absl::Status s = c.Validate(); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace pinfer

@@ -1,0 +1,32 @@
+// What a synthetic model holds, independent of the file writer: a SentencePiece-style
+// vocabulary and seeded pseudo-random weight rows.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "engine/model/model_shapes.h"
+#include "loaders/tokenizer.h"
+
+namespace pinfer {
+
+// n_vocab tokens: <unk> (0), <s> (1, BOS), </s> (2, EOS), the 256 byte tokens <0x00>..<0xFF>
+// (3..258), then "▁", single characters, common English words with the "▁" word prefix, and
+// generated syllable words (with and without "▁") until n_vocab; scores fall with the id.
+// InvalidArgument when n_vocab < 259 (too small for the special and byte tokens).
+absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab);
+
+// Counter-based pseudo-random rows: the values depend only on (seed, tensor, row), never on
+// the thread that makes them, so files are identical for a seed whatever the thread count.
+// Values are mean + stddev x z with z approximately standard normal (the sum of four uniform
+// 16-bit draws, rescaled: bounded by +-3.47, variance 1).
+void SynthRow(uint64_t seed, uint64_t tensor_index, int64_t row, float mean, float stddev,
+              float* out, int64_t n);
+
+// How a tensor of a synthetic model is drawn: norms 1, biases N(0, 0.01), matrices N(0, 0.02).
+struct SynthInit {
+  float mean, stddev;
+};
+SynthInit SynthInitFor(const TensorPlan& t);
+
+}  // namespace pinfer

@@ -1,0 +1,137 @@
+// MatMul's batch invariance: for every storage type, a batch of T tokens (with and without an
+// act-order input permutation) gives each token exactly the floats it gets alone, and those
+// floats are the dot of the dequantized weights within the DotRow bound.
+#include "engine/cpu/matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "loaders/quants.h"
+
+namespace pinfer {
+namespace {
+
+struct OwnedMatrix {
+  std::vector<uint8_t> data;
+  std::vector<float> dequantized;  // [rows x cols], in the stored column order
+  WeightMatrix w;
+};
+
+OwnedMatrix RandomMatrix(GgmlType t, int64_t rows, int64_t cols, bool permuted, uint32_t seed) {
+  OwnedMatrix m;
+  m.w.name = "test";
+  m.w.type = t;
+  m.w.rows = rows;
+  m.w.cols = cols;
+  m.w.row_bytes = GgmlRowBytes(t, cols);
+  m.data.resize(m.w.row_bytes * rows);
+  m.dequantized.resize(static_cast<size_t>(rows * cols));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 0.5f);
+  std::vector<float> row(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = gauss(rng) + 0.1f;  // an offset, so Q4_1 / K-quant mins matter
+    QuantizeRow(t, row.data(), m.data.data() + r * m.w.row_bytes, cols);
+    DequantizeRow(t, m.data.data() + r * m.w.row_bytes, m.dequantized.data() + r * cols, cols);
+  }
+  m.w.data = m.data.data();
+  if (permuted) {
+    m.w.input_perm.resize(cols);
+    std::iota(m.w.input_perm.begin(), m.w.input_perm.end(), 0);
+    std::shuffle(m.w.input_perm.begin(), m.w.input_perm.end(), rng);
+  }
+  return m;
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
+  constexpr int64_t kRows = 37;  // two whole 16-row tiles and a partial one
+  constexpr int kMaxTokens = 33;
+  const OwnedMatrix m = RandomMatrix(t, kRows, cols, permuted, 5 + static_cast<uint32_t>(cols));
+  const char* name = GgmlTypeInfoOf(t).name.data();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kMaxTokens * cols));
+  for (float& v : x) v = gauss(rng);
+
+  // Each token alone, and its float64 reference.
+  std::vector<float> alone(static_cast<size_t>(kMaxTokens * kRows));
+  for (int tok = 0; tok < kMaxTokens; ++tok) {
+    const float* xt = x.data() + tok * cols;
+    MatMul(m.w, xt, 1, alone.data() + tok * kRows, pool);
+    for (int64_t r = 0; r < kRows; ++r) {
+      double ref = 0, l1 = 0;
+      for (int64_t k = 0; k < cols; ++k) {
+        const double wx =
+            double(m.dequantized[r * cols + k]) * xt[permuted ? m.w.input_perm[k] : k];
+        ref += wx;
+        l1 += std::fabs(wx);
+      }
+      ASSERT_LE(std::fabs(alone[tok * kRows + r] - ref), 1e-5 * l1)
+          << name << " cols " << cols << " token " << tok << " row " << r;
+    }
+  }
+  // Every batch size over the same tokens, starting at two different offsets.
+  std::vector<float> y(static_cast<size_t>((kMaxTokens + 1) * kRows));
+  for (int n = 1; n <= kMaxTokens; ++n) {
+    for (int first : {0, kMaxTokens - n}) {
+      std::fill(y.begin(), y.end(), -7.0f);
+      MatMul(m.w, x.data() + first * cols, n, y.data(), pool);
+      for (int tok = 0; tok < n; ++tok) {
+        for (int64_t r = 0; r < kRows; ++r) {
+          ASSERT_TRUE(SameBits(y[tok * kRows + r], alone[(first + tok) * kRows + r]))
+              << name << " cols " << cols << (permuted ? " permuted" : "") << " batch " << n
+              << " token " << tok << " row " << r << ": " << y[tok * kRows + r] << " vs "
+              << alone[(first + tok) * kRows + r];
+        }
+      }
+      ASSERT_EQ(y[n * kRows], -7.0f) << "wrote past the batch";
+    }
+  }
+}
+
+constexpr GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                               GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                               GgmlType::kF16,  GgmlType::kBF16, GgmlType::kF32};
+
+TEST(MatMul, BatchesGiveEachTokenItsSingleTokenResultBitForBit) {
+  ThreadPool pool(2);
+  for (GgmlType t : kTypes) {
+    const int64_t bs = GgmlTypeInfoOf(t).block_size;
+    for (int64_t cols :
+         bs > 1 ? std::vector<int64_t>{2 * 256, 3 * 256} : std::vector<int64_t>{512, 100, 45}) {
+      if (cols % bs != 0) continue;
+      CheckType(t, cols, /*permuted=*/false, pool);
+    }
+  }
+}
+
+TEST(MatMul, PermutedInputsStayBatchInvariant) {
+  ThreadPool pool(3);
+  for (GgmlType t : kTypes) {
+    const int64_t bs = GgmlTypeInfoOf(t).block_size;
+    CheckType(t, bs > 1 ? 512 : 100, /*permuted=*/true, pool);
+  }
+}
+
+TEST(MatMul, ThreadCountDoesNotChangeResults) {
+  const OwnedMatrix m = RandomMatrix(GgmlType::kQ4_K, 70, 512, false, 3);
+  std::vector<float> x(9 * 512);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  for (float& v : x) v = gauss(rng);
+  std::vector<float> y1(9 * 70), y4(9 * 70);
+  ThreadPool one(1), four(4);
+  MatMul(m.w, x.data(), 9, y1.data(), one);
+  MatMul(m.w, x.data(), 9, y4.data(), four);
+  ASSERT_EQ(std::memcmp(y1.data(), y4.data(), y1.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace pinfer
