@@ -122,9 +122,16 @@ absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions
   c.max_num_batched_tokens = std::max(o.n_prompt, 1);
   c.max_model_len = (std::max(o.n_prompt, o.n_gen) + 1 + 15) / 16 * 16;
   c.kv_cache_memory = res.model.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len);
-  auto engine = Engine::Create(model, c, nullptr, /*quiet=*/true);
+  std::unique_ptr<Backend> backend;
+  if (o.make_backend) {
+    auto b = o.make_backend(c);
+    if (!b.ok()) return b.status();
+    backend = std::move(*b);
+  }
+  auto engine = Engine::Create(model, c, std::move(backend), /*quiet=*/true);
   if (!engine.ok()) return engine.status();
   Engine& e = **engine;
+  if (e.backend().name() != "cpu") res.backend = "CUDA";  // llama-bench's backend column
   res.threads = c.threads > 0 ? c.threads : static_cast<int>(std::thread::hardware_concurrency());
   const int n_vocab = model.config().n_vocab;
   int index = 0;

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ struct SpeedOptions {
   int n_gen = 128;     // 0: no tg test
   int repetitions = 5;
   EngineConfig engine;  // kv_dtype, kv_layout, threads (pool sizes are set from the tests)
+  // The backend for the engine's config; empty: the CPU backend. SpeedResult::backend names
+  // it (the backend's own name).
+  std::function<absl::StatusOr<std::unique_ptr<Backend>>(const EngineConfig&)> make_backend;
 };
 
 struct SpeedTest {

@@ -9,7 +9,8 @@ function(pagedinfer_libraries_for src out)
     "engine/eval/" pagedinfer_eval "server/" pagedinfer_server "bench/" pagedinfer_bench
     "tests/testing/test_models.h" pagedinfer_testing_paths
     "tests/testing/engine_helpers.h" pagedinfer_testing_engine
-    "tests/testing/hf_folders.h" pagedinfer_testing_hf)
+    "tests/testing/hf_folders.h" pagedinfer_testing_hf
+    "tests/testing/cli_process.h" pagedinfer_testing_cli)
   file(STRINGS ${src} incs REGEX "^#include \"")
   set(libs)
   foreach(line ${incs})

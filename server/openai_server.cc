@@ -102,7 +102,8 @@ class OpenAiServer::Handlers {
 
 OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
     : engine_(engine), options_(std::move(options)) {
-  template_ = DetectChatTemplate(engine.model().tokenizer().spec().chat_template);
+  template_ = options_.chat_template.value_or(
+      DetectChatTemplate(engine.model().tokenizer().spec().chat_template));
   worker_ = std::make_unique<EngineWorker>(engine_);
   http_ = std::make_unique<httplib::Server>();
   const int threads = options_.http_threads;

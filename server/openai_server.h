@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,8 @@ struct ServerOptions {
   size_t max_body = 1 << 20;
   std::string model_id;   // the name /v1/models lists; requests may name any model
   int http_threads = 64;  // handler threads: the most requests in flight at once
+  // The chat template family; nullopt: detected from the model's tokenizer.chat_template.
+  std::optional<ChatTemplate> chat_template;
 };
 
 class OpenAiServer {

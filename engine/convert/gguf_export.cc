@@ -153,7 +153,8 @@ std::vector<float> SentencePieceScores(const TokenizerSpec& spec) {
   return scores;
 }
 
-absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* w) {
+absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* w,
+                            const TensorProgress& progress) {
   const ModelConfig& c = model.config();
   const std::string& a = c.arch;
   w->SetString("general.architecture", a);
@@ -163,11 +164,22 @@ absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* 
   w->SetU32("general.file_type", LlamaFileTypeId(ft));
   SetHyperParameters(c, w);
   AddTokenizer(model.tokenizer().spec(), w);
-  for (const TensorPlan& t : PlanTensors(c, ft)) {
+  const std::vector<TensorPlan> plan = PlanTensors(c, ft);
+  for (const TensorPlan& t : plan) {
     absl::StatusOr<Source> src = FindSource(model, t.name);
     if (!src.ok()) return src.status();
-    GgufWriter::Fill fill = [s = *src, t, hd = c.head_dim](uint8_t* dst, size_t nbytes) {
+    TensorProgressInfo info{static_cast<int>(&t - plan.data()) + 1,
+                            static_cast<int>(plan.size()),
+                            t.name,
+                            t.dims,
+                            model.source_format(),
+                            t.type,
+                            0};
+    GgufWriter::Fill fill = [s = *src, t, hd = c.head_dim, info, progress](uint8_t* dst,
+                                                                           size_t nbytes) mutable {
       FillTensor(s, t, hd, dst, nbytes);
+      info.out_bytes = nbytes;
+      if (progress) progress(info);
     };
     if (absl::Status s = w->AddTensor(t.name, t.type, t.dims, std::move(fill)); !s.ok()) {
       return s;
@@ -176,9 +188,10 @@ absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* 
   return absl::OkStatus();
 }
 
-absl::Status WriteModelAsGguf(const Model& model, const FileType& ft, const std::string& path) {
+absl::Status WriteModelAsGguf(const Model& model, const FileType& ft, const std::string& path,
+                              const TensorProgress& progress) {
   GgufWriter w;
-  if (absl::Status s = AddModelToGguf(model, ft, &w); !s.ok()) return s;
+  if (absl::Status s = AddModelToGguf(model, ft, &w, progress); !s.ok()) return s;
   return w.WriteFile(path);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/convert/tensor_progress.h"
 #include "engine/model/model.h"
 #include "engine/model/model_shapes.h"
 #include "loaders/gguf.h"
@@ -30,8 +31,11 @@ std::vector<float> SentencePieceScores(const TokenizerSpec& spec);
 
 // Adds metadata and tensors (PlanTensors(config, ft) order and types, quantized with
 // QuantizeRow while the file is written). The model must outlive the writer's use.
-absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* w);
+// progress (optional) is called after each tensor is made, while the file is written.
+absl::Status AddModelToGguf(const Model& model, const FileType& ft, GgufWriter* w,
+                            const TensorProgress& progress = {});
 
-absl::Status WriteModelAsGguf(const Model& model, const FileType& ft, const std::string& path);
+absl::Status WriteModelAsGguf(const Model& model, const FileType& ft, const std::string& path,
+                              const TensorProgress& progress = {});
 
 }  // namespace pinfer

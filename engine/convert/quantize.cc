@@ -93,8 +93,17 @@ absl::StatusOr<QuantizeSummary> QuantizeGguf(const std::string& in_path,
     const int64_t rows = t.n_rows();
     const GgmlType from = t.type;
     const uint8_t* src = file.data(t);
-    GgufWriter::Fill fill = [from, src, to, row_len, rows, pool](uint8_t* dst, size_t) {
+    TensorProgressInfo info{sum.tensors + 1,
+                            static_cast<int>(file.tensors().size()),
+                            t.name,
+                            t.dims,
+                            std::string(GgmlTypeInfoOf(from).name),
+                            to,
+                            static_cast<uint64_t>(GgmlRowBytes(to, row_len)) * rows};
+    GgufWriter::Fill fill = [from, src, to, row_len, rows, pool, info, progress = options.progress](
+                                uint8_t* dst, size_t) {
       ConvertRows(from, src, to, dst, row_len, rows, pool.get());
+      if (progress) progress(info);
     };
     if (absl::Status s = w.AddTensor(t.name, to, t.dims, std::move(fill)); !s.ok()) return s;
     ++sum.tensors;

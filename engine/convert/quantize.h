@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "engine/convert/tensor_progress.h"
 #include "loaders/ggml_types.h"
 
 namespace pinfer {
@@ -22,6 +23,8 @@ struct QuantizeOptions {
   // Called once per tensor that does not get the file type's own storage type, with a line
   // naming the tensor and why (block size does not divide its rows; kept as it was).
   std::function<void(const std::string& line)> note;
+  // Called once per tensor after it is converted and written (progress lines); may be empty.
+  TensorProgress progress;
 };
 
 struct QuantizeSummary {

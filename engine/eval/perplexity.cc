@@ -1,5 +1,5 @@
-// ComputePerplexity: drives the CPU backend directly over a one-sequence paged KV cache, asking
-// for the logits of every position of a batch, and scores each chunk's second half.
+// ComputePerplexity: drives a backend (the CPU's unless told) directly over a one-sequence paged KV
+// cache, asking for the logits of every position of a batch, and scores each chunk's second half.
 #include "engine/eval/perplexity.h"
 
 #include <algorithm>
@@ -60,7 +60,15 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const Model& model, const Per
     return absl::InvalidArgumentError(absl::StrCat("context ", n_ctx, " exceeds the model's ",
                                                    c.context_length, "; use a smaller --ctx"));
   }
-  CpuBackend backend(model, n_batch, options.threads);
+  std::unique_ptr<Backend> made;
+  if (options.make_backend) {
+    absl::StatusOr<std::unique_ptr<Backend>> b = options.make_backend(n_batch);
+    if (!b.ok()) return b.status();
+    made = std::move(*b);
+  } else {
+    made = std::make_unique<CpuBackend>(model, n_batch, options.threads);
+  }
+  Backend& backend = *made;
 
   const int n_vocab = c.n_vocab;
   const int32_t bos = model.tokenizer().bos();

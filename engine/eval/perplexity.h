@@ -6,9 +6,9 @@
 // predict tokens first+1 .. n_ctx-1 (n_ctx - 1 - first tokens per chunk). PPL = exp(mean NLL)
 // and its standard error is PPL * sqrt((mean(NLL^2) - mean(NLL)^2) / (count - 1)).
 //
-// The forward pass runs chunks in batches of n_batch tokens on the CPU backend over a paged
-// KV cache of the given format; the CPU backend is batch-invariant, so n_batch never changes
-// the result.
+// The forward pass runs chunks in batches of n_batch tokens on the CPU backend (or the one
+// options.make_backend makes) over a paged KV cache of the given format; the CPU backend is
+// batch-invariant, so n_batch never changes the result there.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/backend.h"
 #include "engine/model/model.h"
 #include "kvcache/kv_dtype.h"
 
@@ -28,6 +29,8 @@ struct PerplexityOptions {
   KvDtype kv_dtype = KvDtype::kF16;
   int threads = 0;     // 0: all hardware threads
   int max_chunks = 0;  // 0: all
+  // The backend to run on, for steps of up to max_tokens tokens; empty: the CPU backend.
+  std::function<absl::StatusOr<std::unique_ptr<Backend>>(int max_tokens)> make_backend;
 };
 
 // The chunking of a tokenized text.

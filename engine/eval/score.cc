@@ -16,7 +16,13 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
   kc.block_size = 16;
   kc.num_blocks = (kc.max_model_len + kc.block_size - 1) / kc.block_size;
   kc.prefix_caching = false;
-  auto cache = KvCache::Create(kc);
+  // A device backend keeps the pool in its own memory (nullptr: host memory).
+  auto row = KvRowBytes(kv_dtype, c.kv_dim());
+  if (!row.ok()) return row.status();
+  const size_t block_bytes = 2 * static_cast<size_t>(c.n_layers) * kc.block_size * *row;
+  auto storage = backend.MakeKvStorage(block_bytes, kc.num_blocks);
+  if (!storage.ok()) return storage.status();
+  auto cache = KvCache::Create(kc, std::move(*storage));
   if (!cache.ok()) return cache.status();
   if (absl::Status s = (*cache)->AddSequence(0); !s.ok()) return s;
   std::vector<float> logits(static_cast<size_t>(n - first) * c.n_vocab);

@@ -6,6 +6,7 @@
 #include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/engine_flags.h"
 
 namespace pinfer::cli {
 int BenchMain(int argc, char** argv) {
@@ -24,6 +25,8 @@ int BenchMain(int argc, char** argv) {
   a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
   a.Add("--kv-layout", &kv_layout, "KV cache layout: paged or contiguous");
   a.Add("-o,--output", &format, "md or json");
+  EngineFlags ef;
+  ef.RegisterDevice(a);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (model_path.empty()) return Fail(absl::InvalidArgumentError("-m MODEL is required"), 2);
   if (format != "md" && format != "json") {
@@ -35,10 +38,14 @@ int BenchMain(int argc, char** argv) {
   if (!layout.ok()) return Fail(layout.status(), 2);
   o.engine.kv_dtype = *dtype;
   o.engine.kv_layout = *layout;
+  o.engine.enforce_eager = ef.enforce_eager;
   auto model = Model::Load(model_path);
   if (!model.ok()) return Fail(model.status());
+  std::string device;
+  o.make_backend = [&](const EngineConfig& c) { return ef.MakeBackend(**model, c, &device); };
   auto res = RunSpeedBench(**model, o);
   if (!res.ok()) return Fail(res.status());
+  std::fprintf(stderr, "device: %s\n", device.c_str());
   const std::string out = format == "json" ? SpeedJson(*res) : SpeedMarkdown(*res);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

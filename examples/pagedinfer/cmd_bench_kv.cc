@@ -40,7 +40,7 @@ int BenchKvMain(int argc, char** argv) {
   a.Add("--prompt-len", &spec.prompt_len, "prompt tokens (fixed)");
   a.Add("--output-len", &spec.output_len, "output tokens (fixed)");
   a.Add("--seed", &seed, "seed of the lengths and prompt tokens");
-  a.Add("--max-model-len", &c.max_model_len, "longest sequence; contiguous reserves this much");
+  a.Add("-c,--max-model-len", &c.max_model_len, "longest sequence; contiguous reserves this much");
   a.Add("--kv-cache-memory", &kv_memory,
         "KV budget of each layout, e.g. 128MiB (default: 16 max_model_len sequences)");
   a.Add("--block-size", &c.block_size, "token slots per paged block");
@@ -52,11 +52,11 @@ int BenchKvMain(int argc, char** argv) {
   a.Add("-t,--threads", &c.threads, "CPU threads (0: all)");
   a.Add("--admission-headroom", &c.admission_headroom,
         "tokens of growth kept free per running sequence when admitting (paged; 0: none)");
-  a.AddSwitch("--enforce-eager", &c.enforce_eager, "cuda: no CUDA graphs for decode steps");
-  std::string device = "cpu";
-  a.Add("--device", &device,
-        "cpu, cuda or auto; on a GPU a decode step costs about the same for 1 or 50 "
-        "sequences, which is where the paged cache's fewer steps finish sooner");
+  // Default cpu: on a GPU a decode step costs about the same for 1 or 50 sequences, which
+  // is where the paged cache's fewer steps finish sooner; --device cuda shows that.
+  EngineFlags ef;
+  ef.device = "cpu";
+  ef.RegisterDevice(a);
   a.Add("-o,--output", &format, "md or json");
   a.Add("--plot", &plot, "write an SVG of occupancy over steps to this file");
   a.Add("--json-out", &json_out, "also write the JSON to this file (whatever -o prints)");
@@ -88,8 +88,7 @@ int BenchKvMain(int argc, char** argv) {
     if (!bytes.ok()) return Fail(bytes.status(), 2);
     c.kv_cache_memory = *bytes;
   }
-  EngineFlags ef;
-  ef.device = device;
+  c.enforce_eager = ef.enforce_eager;
   std::string chosen;          // what runs the workload, named by the backend's creation
   absl::Status backend_error;  // a --device that cannot be used is a usage error (exit 2)
   const Model& m = **model;

@@ -1,53 +1,171 @@
 // pagedinfer chat: a conversation on the terminal using the model's chat template, with the
-// reply streamed token by token. /reset starts over, /exit (or Ctrl-D) leaves.
+// reply streamed token by token. Line editing and history (libedit) on a terminal; Ctrl-C
+// stops the reply being written and keeps the conversation; /reset starts over, /history
+// shows it, /exit (or Ctrl-D) leaves.
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
-#include <iostream>
+#include <cstdlib>
+#include <thread>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
+#include "examples/pagedinfer/chat_template_flag.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
+#include "examples/pagedinfer/line_reader.h"
 #include "server/chat_template.h"
 
 namespace pinfer::cli {
 namespace {
 
-// A bar over the loading stages, drawn only when stderr is a terminal. Loading maps the file
-// (instant), so the bar counts stages honestly rather than pretending to count bytes.
-class StageBar {
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void OnInterrupt(int) { g_interrupted = 1; }
+
+// SIGINT sets a flag instead of ending the program; without SA_RESTART, so a read in
+// progress returns (EINTR) and the line reader sees it.
+void CatchInterrupt() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+// PAGEDINFER_STEP_DELAY_MS: a pause after each engine step, so that tests can interrupt a
+// reply of a tiny model midway. Unset: none.
+std::chrono::milliseconds StepDelay() {
+  int ms = 0;
+  const char* env = std::getenv("PAGEDINFER_STEP_DELAY_MS");
+  if (env == nullptr || !absl::SimpleAtoi(env, &ms) || ms < 0) ms = 0;
+  return std::chrono::milliseconds(ms);
+}
+
+class ChatSession {
  public:
-  explicit StageBar(int stages) : stages_(stages), tty_(isatty(fileno(stderr))) {}
-  void Start(const char* what) {
-    what_ = what;
-    t0_ = std::chrono::steady_clock::now();
-    Draw(false);
+  ChatSession(Engine& e, const Tokenizer& tok, server::ChatTemplate tmpl, SamplingParams sp,
+              const std::string& system)
+      : e_(e), tok_(tok), tmpl_(tmpl), sp_(std::move(sp)), delay_(StepDelay()) {
+    if (!system.empty()) history_.push_back({"system", system});
+    keep_ = history_.size();
   }
-  void Done() {
-    ++done_;
-    Draw(true);
-    if (tty_ && done_ == stages_) std::fputc('\n', stderr);
+
+  // One user message and the reply, streamed to stdout. The conversation keeps both, also
+  // when Ctrl-C cut the reply short. An error leaves the conversation as it was.
+  absl::Status Turn(const std::string& user) {
+    history_.push_back({"user", user});
+    absl::StatusOr<int64_t> rid = Submit();
+    if (!rid.ok()) {
+      history_.pop_back();
+      return rid.status();
+    }
+    bool interrupted = false;
+    absl::StatusOr<std::string> reply = Stream(*rid, &interrupted);
+    if (!reply.ok()) {
+      history_.pop_back();
+      return reply.status();
+    }
+    std::fputs(interrupted ? "\n(interrupted)\n" : "\n", stdout);
+    std::fflush(stdout);
+    history_.push_back({"assistant", *reply});
+    return absl::OkStatus();
+  }
+
+  void Reset() { history_.resize(keep_); }
+
+  void PrintHistory() const {
+    for (const server::ChatMessage& m : history_) {
+      std::fprintf(stdout, "%s: %s\n", m.role.c_str(), m.content.c_str());
+    }
+    std::fflush(stdout);
   }
 
  private:
-  void Draw(bool finished) {
-    if (!tty_) return;
-    const int width = 24, filled = width * done_ / stages_;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    std::fprintf(stderr, "\r\033[K[%s%s] %d/%d %s%s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), done_, stages_, what_,
-                 finished ? "" : "...");
-    if (finished) std::fprintf(stderr, " (%.2f s)", s);
-    std::fflush(stderr);
+  // Adds the request: the reply is capped at what the context leaves after the prompt, and
+  // the oldest turns are dropped while the conversation leaves no room at all.
+  absl::StatusOr<int64_t> Submit() {
+    const int max_len = e_.config().max_model_len;
+    while (true) {
+      GenerationRequest req;
+      req.params = sp_;
+      req.params.stop.push_back(server::ChatTemplateEndOfTurn(tmpl_));
+      req.prompt = tok_.Encode(server::FormatChat(tmpl_, history_), true, /*parse_special=*/true);
+      const int room = max_len - static_cast<int>(req.prompt.size());
+      if (room >= 1) {
+        req.params.max_tokens = std::min(req.params.max_tokens, room);
+        return e_.AddRequest(std::move(req));
+      }
+      if (history_.size() <= keep_ + 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the message is ", req.prompt.size(), " tokens with the template; ",
+                         "max_model_len is ", max_len, " (start with a larger -c)"));
+      }
+      history_.erase(history_.begin() + static_cast<ptrdiff_t>(keep_));
+      std::fprintf(stderr, "(the conversation outgrew max_model_len: oldest turn dropped)\n");
+    }
   }
-  const int stages_;
-  const bool tty_;
-  int done_ = 0;
-  const char* what_ = "";
-  std::chrono::steady_clock::time_point t0_;
+
+  // Steps the engine until the reply is done or Ctrl-C cancels it; returns the text written.
+  absl::StatusOr<std::string> Stream(int64_t rid, bool* interrupted) {
+    std::string reply;
+    g_interrupted = 0;
+    while (e_.HasWork()) {
+      if (g_interrupted) {
+        e_.Cancel(rid);
+        *interrupted = true;
+        break;
+      }
+      auto outs = e_.Step();
+      if (!outs.ok()) return outs.status();
+      for (const SequenceOutput& o : *outs) {
+        reply += o.new_text;
+        std::fwrite(o.new_text.data(), 1, o.new_text.size(), stdout);
+        std::fflush(stdout);
+      }
+      if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
+    }
+    g_interrupted = 0;
+    return reply;
+  }
+
+  Engine& e_;
+  const Tokenizer& tok_;
+  const server::ChatTemplate tmpl_;
+  const SamplingParams sp_;
+  const std::chrono::milliseconds delay_;
+  std::vector<server::ChatMessage> history_;
+  size_t keep_ = 0;  // leading messages /reset keeps (the system message)
 };
+
+// Reads and answers lines until /exit or the end of input.
+void Converse(ChatSession& chat) {
+  LineReader reader("pagedinfer");
+  std::string line;
+  while (true) {
+    const LineReader::Result r = reader.Read("\n> ", &line);
+    if (r == LineReader::Result::kEnd) break;
+    if (r == LineReader::Result::kInterrupted) {
+      std::fputs("^C (Ctrl-D or /exit leaves)\n", stderr);
+      continue;
+    }
+    if (line.empty()) continue;
+    reader.Remember(line);
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      chat.Reset();
+      std::fprintf(stderr, "(conversation cleared)\n");
+    } else if (line == "/history") {
+      chat.PrintHistory();
+    } else if (absl::Status s = chat.Turn(line); !s.ok()) {
+      Fail(s);  // report it and keep the conversation going
+    }
+  }
+}
 
 }  // namespace
 
@@ -55,83 +173,39 @@ int ChatMain(int argc, char** argv) {
   EngineFlags ef;
   SamplingParams sp;
   sp.max_tokens = 256;
-  std::string system;
+  std::string system, chat_template;
   int64_t seed = 0;
   Args a("chat", "pagedinfer chat -m MODEL [--system TEXT] [-n N] [--temp T] [engine options]",
          {"pagedinfer chat -m stories260K.gguf --temp 0",
           "pagedinfer chat -m model.gguf --system \"You are terse.\" -n 512 --kv-dtype q8_0"});
   ef.Register(a);
-  a.Add("--system", &system, "system message opening the conversation");
-  a.Add("-n,--n-predict", &sp.max_tokens, "most tokens per reply");
+  a.Add("-sys,--system,--system-prompt", &system, "system message opening the conversation");
+  a.Add("-n,--n-predict", &sp.max_tokens,
+        "most tokens per reply (capped at what the context leaves after the conversation)");
   a.Add("--temp", &sp.temperature, "temperature (0: greedy)");
   a.Add("--top-k", &sp.top_k, "top-k (0: off)");
   a.Add("--top-p", &sp.top_p, "top-p (1: off)");
   a.Add("--min-p", &sp.min_p, "min-p (0: off)");
   a.Add("-s,--seed", &seed, "sampling seed");
+  RegisterChatTemplateFlag(a, &chat_template);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (ef.model.empty()) return Fail(absl::InvalidArgumentError("-m MODEL is required"));
+  if (sp.max_tokens < 1) return Fail(absl::InvalidArgumentError("-n must be at least 1"), 2);
   sp.seed = static_cast<uint64_t>(seed);
   auto config = ef.ToConfig();
   if (!config.ok()) return Fail(config.status());
-
-  StageBar bar(2);
-  bar.Start("mapping the file, binding weights and tokenizer");
-  auto model = Model::Load(ef.model);
-  if (!model.ok()) return Fail(model.status());
-  bar.Done();
-  bar.Start("sizing and reserving the KV pool");
-  auto engine = Engine::Create(**model, *config, nullptr, /*quiet=*/true);
-  if (!engine.ok()) return Fail(engine.status());
-  bar.Done();
-  Engine& e = **engine;
-  const Tokenizer& tok = (*model)->tokenizer();
-  const server::ChatTemplate tmpl = server::DetectChatTemplate(tok.spec().chat_template);
-  std::fprintf(stderr, "%s\nchat template: %s. Type a message; /reset starts over, /exit leaves.\n",
-               e.pool_summary().c_str(), server::ChatTemplateName(tmpl));
-
-  std::vector<server::ChatMessage> history;
-  if (!system.empty()) history.push_back({"system", system});
-  const size_t keep = history.size();
-  std::string line;
-  while (true) {
-    std::fprintf(stderr, "\n> ");
-    if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      history.resize(keep);
-      std::fprintf(stderr, "(conversation cleared)\n");
-      continue;
-    }
-    if (line.empty()) continue;
-    history.push_back({"user", line});
-    GenerationRequest req;
-    req.params = sp;
-    req.params.stop.push_back(server::ChatTemplateEndOfTurn(tmpl));
-    absl::StatusOr<int64_t> rid;
-    while (true) {  // drop the oldest turns while the conversation is too long
-      req.prompt = tok.Encode(server::FormatChat(tmpl, history), true, /*parse_special=*/true);
-      rid = e.AddRequest(req);
-      if (rid.ok() || !absl::IsInvalidArgument(rid.status()) || history.size() <= keep + 1) break;
-      history.erase(history.begin() + static_cast<ptrdiff_t>(keep));
-      std::fprintf(stderr, "(the conversation outgrew max_model_len: oldest turn dropped)\n");
-    }
-    if (!rid.ok()) {
-      Fail(rid.status());  // report it and keep the conversation going
-      history.pop_back();
-      continue;
-    }
-    std::string reply;
-    while (e.HasWork()) {
-      auto outs = e.Step();
-      if (!outs.ok()) return Fail(outs.status());
-      for (const SequenceOutput& o : *outs) {
-        reply += o.new_text;
-        std::fwrite(o.new_text.data(), 1, o.new_text.size(), stdout);
-        std::fflush(stdout);
-      }
-    }
-    std::fputc('\n', stdout);
-    history.push_back({"assistant", reply});
-  }
+  auto loaded = LoadEngine(ef, *config);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const Tokenizer& tok = loaded->model->tokenizer();
+  auto tmpl = ResolveChatTemplate(chat_template, tok);
+  if (!tmpl.ok()) return Fail(tmpl.status(), 2);
+  std::fprintf(stderr,
+               "chat template: %s (%s). Type a message; Ctrl-C stops a reply, /reset starts "
+               "over, /history shows the conversation, /exit leaves.\n",
+               server::ChatTemplateName(tmpl->tmpl), tmpl->source.c_str());
+  ChatSession chat(*loaded->engine, tok, tmpl->tmpl, sp, system);
+  CatchInterrupt();
+  Converse(chat);
   return 0;
 }
 

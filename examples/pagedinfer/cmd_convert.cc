@@ -10,6 +10,7 @@
 #include "engine/model/model_shapes.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/progress.h"
 
 namespace pinfer::cli {
 
@@ -40,11 +41,16 @@ int ConvertMain(int argc, char** argv) {
     return Fail(ft.status(), 2);
   }
   const auto start = std::chrono::steady_clock::now();
-  auto model = Model::Load(args.positional()[0]);
+  absl::StatusOr<std::unique_ptr<Model>> model;
+  {
+    LoadProgress progress(args.positional()[0]);
+    progress.Stage("reading the model");
+    model = Model::Load(args.positional()[0]);
+  }
   if (!model.ok()) {
     return Fail(model.status());
   }
-  if (absl::Status s = WriteModelAsGguf(**model, *ft, output); !s.ok()) {
+  if (absl::Status s = WriteModelAsGguf(**model, *ft, output, TensorProgressLines()); !s.ok()) {
     return Fail(s);
   }
   const double secs =

@@ -9,6 +9,8 @@
 #include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/engine_flags.h"
+#include "examples/pagedinfer/progress.h"
 #include "examples/pagedinfer/read_text.h"
 
 namespace pinfer::cli {
@@ -34,6 +36,8 @@ int PerplexityMain(int argc, char** argv) {
   a.Add("--chunks", &chunks, "score at most this many chunks (0: all)");
   a.Add("--kl-base", &kl_base, "save the scored log-probabilities (float32) to FILE");
   a.Add("--kl", &kl, "compare against a FILE saved with --kl-base");
+  EngineFlags ef;
+  ef.RegisterDevice(a);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (model_path.empty() || text_path.empty()) {
     std::fprintf(stderr, "error: -m MODEL and -f TEXT are required (see --help)\n");
@@ -47,7 +51,12 @@ int PerplexityMain(int argc, char** argv) {
   if (!dtype.ok()) return Fail(dtype.status(), 2);
   absl::StatusOr<std::string> text = ReadTextFile(text_path);
   if (!text.ok()) return Fail(text.status(), 2);
-  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(model_path);
+  absl::StatusOr<std::unique_ptr<Model>> model;
+  {
+    LoadProgress progress(model_path);
+    progress.Stage("mapping the file, binding weights and tokenizer");
+    model = Model::Load(model_path);
+  }
   if (!model.ok()) return Fail(model.status());
   absl::StatusOr<PerplexityPlan> plan = PlanPerplexity(**model, *text, ctx, chunks);
   if (!plan.ok()) return Fail(plan.status(), 2);
@@ -89,6 +98,15 @@ int PerplexityMain(int argc, char** argv) {
   opt.n_batch = batch;
   opt.kv_dtype = *dtype;
   opt.threads = threads;
+  std::string device;
+  opt.make_backend = [&](int max_tokens) {
+    EngineConfig c;
+    c.max_num_batched_tokens = max_tokens;
+    c.threads = threads;
+    auto b = ef.MakeBackend(**model, c, &device);
+    if (b.ok()) std::fprintf(stderr, "device: %s\n", device.c_str());
+    return b;
+  };
   absl::StatusOr<PerplexityResult> r = ComputePerplexity(**model, *plan, opt, cb);
   if (!r.ok()) return Fail(r.status());
   std::printf("Final estimate: PPL = %.4f +/- %.5f  (%lld tokens scored, %.2f s)\n", r->ppl,

@@ -7,6 +7,7 @@
 #include "engine/memory/memory_ledger.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/progress.h"
 #include "loaders/absl_compat.h"
 
 namespace pinfer::cli {
@@ -36,6 +37,7 @@ int QuantizeMain(int argc, char** argv) {
   QuantizeOptions options;
   options.threads = threads;
   options.note = [](const std::string& line) { std::fprintf(stderr, "note: %s\n", line.c_str()); };
+  options.progress = TensorProgressLines();  // a line per tensor on a terminal
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<QuantizeSummary> sum = QuantizeGguf(in, out, type, options);
   if (!sum.ok()) {

@@ -8,6 +8,7 @@
 #include "engine/model/model.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
+#include "examples/pagedinfer/read_text.h"
 
 namespace pinfer::cli {
 namespace {
@@ -29,7 +30,7 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 
 int RunMain(int argc, char** argv) {
   EngineFlags ef;
-  std::string prompt, prompt_ids, logits_out, stop;
+  std::string prompt, prompt_file, prompt_ids, logits_out, stop;
   SamplingParams sp;
   sp.max_tokens = 128;
   bool kv_report = false, memory_report = false;
@@ -39,6 +40,7 @@ int RunMain(int argc, char** argv) {
           "pagedinfer run -m model.gguf --prompt-ids 1,403 -n 0 --logits-out logits.f32"});
   ef.Register(a);
   a.Add("-p,--prompt", &prompt, "prompt text (empty: start from BOS)");
+  a.Add("-f,--file", &prompt_file, "read the prompt text from this file (instead of -p)");
   a.Add("--prompt-ids", &prompt_ids, "prompt as token ids, comma-separated (instead of -p)");
   a.Add("-n,--n-predict", &sp.max_tokens, "tokens to generate");
   a.Add("--temp", &sp.temperature, "temperature (0: greedy)");
@@ -59,11 +61,19 @@ int RunMain(int argc, char** argv) {
   if (ef.model.empty())
     return Fail(absl::InvalidArgumentError("-m MODEL is required (see --help)"));
 
+  if (!prompt_file.empty()) {
+    if (!prompt.empty() || !prompt_ids.empty()) {
+      return Fail(absl::InvalidArgumentError("give one of -p, -f and --prompt-ids"), 2);
+    }
+    auto text = ReadTextFile(prompt_file);
+    if (!text.ok()) return Fail(text.status(), 2);
+    prompt = *text;
+  }
   auto config = ef.ToConfig();
   if (!config.ok()) return Fail(config.status());
-  auto model = Model::Load(ef.model);
-  if (!model.ok()) return Fail(model.status());
-  const Tokenizer& tok = (*model)->tokenizer();
+  auto loaded = LoadEngine(ef, *config);
+  if (!loaded.ok()) return Fail(loaded.status());
+  const Tokenizer& tok = loaded->model->tokenizer();
   GenerationRequest req;
   req.params = sp;
   if (!prompt_ids.empty()) {
@@ -74,13 +84,7 @@ int RunMain(int argc, char** argv) {
     req.prompt = tok.Encode(prompt, /*add_special=*/true);
     if (req.prompt.empty() && tok.bos() >= 0) req.prompt.push_back(tok.bos());
   }
-  std::string device;
-  auto backend = ef.MakeBackend(**model, *config, &device);
-  if (!backend.ok()) return Fail(backend.status());
-  std::fprintf(stderr, "device: %s\n", device.c_str());
-  auto engine = Engine::Create(**model, *config, std::move(*backend));
-  if (!engine.ok()) return Fail(engine.status());
-  Engine& e = **engine;
+  Engine& e = *loaded->engine;
   std::vector<float> first_logits;
   if (!logits_out.empty()) {
     e.SetLogitsObserver([&](int64_t, int, const float* logits, int n_vocab) {

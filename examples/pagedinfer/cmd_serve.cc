@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "engine/model/model.h"
+#include "examples/pagedinfer/chat_template_flag.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
 #include "server/openai_server.h"
@@ -24,7 +25,7 @@ int ServeMain(int argc, char** argv) {
   EngineFlags ef;
   server::ServerOptions so;
   int max_waiting = 64;
-  std::string max_body = "1MiB";
+  std::string max_body = "1MiB", chat_template;
   Args a("serve",
          "pagedinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] "
          "[--max-waiting N] [--max-body BYTES] [engine options]",
@@ -41,7 +42,9 @@ int ServeMain(int argc, char** argv) {
         "requests queued beyond the running ones; more are refused with 503 + Retry-After");
   a.Add("--max-body", &max_body, "largest request body (413 beyond it), e.g. 1MiB");
   a.Add("--http-threads", &so.http_threads, "HTTP handler threads (requests in flight at once)");
-  a.Add("--model-id", &so.model_id, "model name in /v1/models (default: the file's name)");
+  a.Add("-a,--alias,--model-id", &so.model_id,
+        "model name in /v1/models and in responses (default: the file's name)");
+  RegisterChatTemplateFlag(a, &chat_template);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (ef.model.empty()) {
     return Fail(absl::InvalidArgumentError("-m MODEL is required (see --help)"));
@@ -59,10 +62,11 @@ int ServeMain(int argc, char** argv) {
   if (!config.ok()) return Fail(config.status());
   config->max_waiting = max_waiting;
 
-  auto model = Model::Load(ef.model);
-  if (!model.ok()) return Fail(model.status());
-  auto engine = Engine::Create(**model, *config);
-  if (!engine.ok()) return Fail(engine.status());
+  auto loaded = LoadEngine(ef, *config);
+  if (!loaded.ok()) return Fail(loaded.status());
+  auto tmpl = ResolveChatTemplate(chat_template, loaded->model->tokenizer());
+  if (!tmpl.ok()) return Fail(tmpl.status(), 2);
+  so.chat_template = tmpl->tmpl;
 
   // SIGINT / SIGTERM end the server from a thread of their own (httplib's stop() is not
   // async-signal-safe); a client that vanishes mid-write must not kill the process.
@@ -73,11 +77,9 @@ int ServeMain(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  server::OpenAiServer srv(**engine, so);
-  std::fprintf(stderr, "chat template: %s%s\n", server::ChatTemplateName(srv.chat_template()),
-               (*model)->tokenizer().spec().chat_template.empty()
-                   ? " (the model has none; ChatML is the default)"
-                   : "");
+  server::OpenAiServer srv(*loaded->engine, so);
+  std::fprintf(stderr, "chat template: %s (%s)\n", server::ChatTemplateName(srv.chat_template()),
+               tmpl->source.c_str());
   auto port = srv.Bind();
   if (!port.ok()) return Fail(port.status());
   std::fprintf(stderr, "serving %s on http://%s:%d (OpenAI API under /v1; /health, /metrics)\n",
