@@ -47,6 +47,14 @@ std::optional<ApiError> GetInt(const json& body, const char* key, int64_t lo, in
   return std::nullopt;
 }
 
+// A boolean field: absent or null leaves *out.
+std::optional<ApiError> GetBool(const json& body, const char* key, bool* out) {
+  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+  if (!body[key].is_boolean()) return Bad(key, std::string(key) + " must be true or false");
+  *out = body[key].get<bool>();
+  return std::nullopt;
+}
+
 // Parameters OpenAI defines that this server accepts only at their neutral value.
 bool IsNeutral(const json& v) {
   return v.is_null() || (v.is_boolean() && !v.get<bool>()) ||
@@ -108,35 +116,9 @@ std::optional<ApiError> ParsePrompt(const json& v, ParsedRequest* out) {
   return Bad("prompt", "prompt must be a string or an array of token ids (one prompt per request)");
 }
 
-}  // namespace
-
-std::string ErrorJson(const ApiError& e) {
-  json err = {{"message", e.message},
-              {"type", e.type},
-              {"param", e.param.empty() ? json() : json(e.param)},
-              {"code", e.code.empty() ? json() : json(e.code)}};
-  return json{{"error", err}}.dump();
-}
-
-ApiError ErrorFromStatus(const absl::Status& s) {
-  ApiError e;
-  e.message = std::string(s.message());
-  if (absl::IsInvalidArgument(s)) return e;
-  if (absl::IsResourceExhausted(s)) {
-    e.http_status = 503;
-    e.type = "server_overloaded";
-    e.code = "queue_full";
-    return e;
-  }
-  e.http_status = 500;
-  e.type = "server_error";
-  return e;
-}
-
-std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedRequest* out) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
-  if (!j.is_object()) return Bad("", "the request body must be a JSON object");
+// The request's fields: unknown ones, and OpenAI's that this server takes only at their
+// neutral value, are errors naming the field.
+std::optional<ApiError> CheckFields(const json& j) {
   static const std::set<std::string> kKnown = {"model",
                                                "prompt",
                                                "messages",
@@ -175,86 +157,149 @@ std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedR
       return Bad(it.key(), "parameter '" + it.key() + "' is not supported by this server");
     }
   }
+  return std::nullopt;
+}
+
+// OpenAI's defaults: plain sampling at temperature 1, no top-k / top-p / min-p filtering.
+ParsedRequest Defaults(bool chat) {
   ParsedRequest r;
   r.chat = chat;
-  // OpenAI's defaults: plain sampling at temperature 1, no top-k / top-p / min-p filtering.
   r.params.temperature = 1.0f;
   r.params.top_p = 1.0f;
   r.params.top_k = 0;
   r.params.min_p = 0.0f;
   r.params.max_tokens = 16;
+  return r;
+}
+
+// model, and the prompt (completions) or the messages (chat).
+std::optional<ApiError> ParseInput(const json& j, ParsedRequest* r) {
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) return Bad("model", "model must be a string");
-    r.model = j["model"].get<std::string>();
+    r->model = j["model"].get<std::string>();
   }
-  if (chat) {
+  if (r->chat) {
     if (j.contains("prompt")) return Bad("prompt", "chat completions take messages, not prompt");
     if (!j.contains("messages")) return Bad("messages", "messages is required");
-    if (auto e = ParseMessages(j["messages"], &r.messages)) return e;
-  } else {
-    if (j.contains("messages")) return Bad("messages", "completions take prompt, not messages");
-    if (!j.contains("prompt")) return Bad("prompt", "prompt is required");
-    if (auto e = ParsePrompt(j["prompt"], &r)) return e;
+    return ParseMessages(j["messages"], &r->messages);
   }
+  if (j.contains("messages")) return Bad("messages", "completions take prompt, not messages");
+  if (!j.contains("prompt")) return Bad("prompt", "prompt is required");
+  return ParsePrompt(j["prompt"], r);
+}
+
+// max_tokens / max_completion_tokens, n and best_of.
+std::optional<ApiError> ParseLengths(const json& j, ParsedRequest* r) {
   int64_t i = 0;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     i = -1;
     if (auto e = GetInt(j, key, 1, 1 << 30, &i)) return e;
-    if (i >= 0) r.params.max_tokens = static_cast<int>(i), r.max_tokens_given = true;
+    if (i >= 0) r->params.max_tokens = static_cast<int>(i), r->max_tokens_given = true;
   }
-  if (auto e = GetNumber(j, "temperature", 0, 2, &r.params.temperature)) return e;
-  if (auto e = GetNumber(j, "top_p", 0, 1, &r.params.top_p)) return e;
-  if (r.params.top_p <= 0) return Bad("top_p", "top_p must be greater than 0");
-  if (auto e = GetNumber(j, "min_p", 0, 1, &r.params.min_p)) return e;
-  if (auto e = GetNumber(j, "repetition_penalty", 0.01, 10, &r.params.repetition_penalty)) {
-    return e;
-  }
-  i = 0;
-  if (auto e = GetInt(j, "top_k", 0, 1 << 30, &i)) return e;
-  r.params.top_k = static_cast<int>(i);
-  i = 0;
-  if (auto e = GetInt(j, "seed", INT64_MIN, INT64_MAX, &i)) return e;
-  r.params.seed = static_cast<uint64_t>(i);
   i = 1;
   if (auto e = GetInt(j, "n", 1, 128, &i)) return e;
-  r.n = static_cast<int>(i);
-  if (j.contains("best_of") && !j["best_of"].is_null() && j["best_of"] != json(r.n) &&
+  r->n = static_cast<int>(i);
+  if (j.contains("best_of") && !j["best_of"].is_null() && j["best_of"] != json(r->n) &&
       j["best_of"] != json(1)) {
     return Bad("best_of", "best_of other than n is not supported");
   }
-  for (const char* key : {"stream", "ignore_eos"}) {
-    if (j.contains(key) && !j[key].is_null() && !j[key].is_boolean()) {
-      return Bad(key, std::string(key) + " must be true or false");
+  return std::nullopt;
+}
+
+// temperature, top_p, min_p, top_k, repetition_penalty, seed, ignore_eos.
+std::optional<ApiError> ParseSampling(const json& j, SamplingParams* p) {
+  if (auto e = GetNumber(j, "temperature", 0, 2, &p->temperature)) return e;
+  if (auto e = GetNumber(j, "top_p", 0, 1, &p->top_p)) return e;
+  if (p->top_p <= 0) return Bad("top_p", "top_p must be greater than 0");
+  if (auto e = GetNumber(j, "min_p", 0, 1, &p->min_p)) return e;
+  if (auto e = GetNumber(j, "repetition_penalty", 0.01, 10, &p->repetition_penalty)) return e;
+  int64_t i = 0;
+  if (auto e = GetInt(j, "top_k", 0, 1 << 30, &i)) return e;
+  p->top_k = static_cast<int>(i);
+  i = 0;
+  if (auto e = GetInt(j, "seed", INT64_MIN, INT64_MAX, &i)) return e;
+  p->seed = static_cast<uint64_t>(i);
+  if (auto e = GetBool(j, "ignore_eos", &p->ignore_eos)) return e;
+  return std::nullopt;
+}
+
+// stream and stream_options.include_usage.
+std::optional<ApiError> ParseStreaming(const json& j, ParsedRequest* r) {
+  if (auto e = GetBool(j, "stream", &r->stream)) return e;
+  if (!j.contains("stream_options") || j["stream_options"].is_null()) return std::nullopt;
+  const json& so = j["stream_options"];
+  if (!so.is_object()) return Bad("stream_options", "stream_options must be an object");
+  for (auto it = so.begin(); it != so.end(); ++it) {
+    if (it.key() != "include_usage" || !it.value().is_boolean()) {
+      return Bad("stream_options", "stream_options takes only include_usage (a boolean)");
     }
+    r->include_usage = it.value().get<bool>();
   }
-  r.stream = j.value("stream", json(false)).is_boolean() && j.value("stream", false);
-  r.params.ignore_eos =
-      j.contains("ignore_eos") && j["ignore_eos"].is_boolean() && j["ignore_eos"].get<bool>();
-  if (j.contains("stream_options") && !j["stream_options"].is_null()) {
-    const json& so = j["stream_options"];
-    if (!so.is_object()) return Bad("stream_options", "stream_options must be an object");
-    for (auto it = so.begin(); it != so.end(); ++it) {
-      if (it.key() != "include_usage" || !it.value().is_boolean()) {
-        return Bad("stream_options", "stream_options takes only include_usage (a boolean)");
-      }
-      r.include_usage = it.value().get<bool>();
+  return std::nullopt;
+}
+
+// stop: a string or up to 16 non-empty strings.
+std::optional<ApiError> ParseStop(const json& j, SamplingParams* p) {
+  if (!j.contains("stop") || j["stop"].is_null()) return std::nullopt;
+  const json& s = j["stop"];
+  if (s.is_string()) {
+    p->stop.push_back(s.get<std::string>());
+  } else if (s.is_array() && s.size() <= 16) {
+    for (const json& x : s) {
+      if (!x.is_string()) return Bad("stop", "stop must be a string or an array of strings");
+      p->stop.push_back(x.get<std::string>());
     }
+  } else {
+    return Bad("stop", "stop must be a string or an array of at most 16 strings");
   }
-  if (j.contains("stop") && !j["stop"].is_null()) {
-    const json& s = j["stop"];
-    if (s.is_string()) {
-      r.params.stop.push_back(s.get<std::string>());
-    } else if (s.is_array() && s.size() <= 16) {
-      for (const json& x : s) {
-        if (!x.is_string()) return Bad("stop", "stop must be a string or an array of strings");
-        r.params.stop.push_back(x.get<std::string>());
-      }
-    } else {
-      return Bad("stop", "stop must be a string or an array of at most 16 strings");
-    }
-    for (const std::string& st : r.params.stop) {
-      if (st.empty()) return Bad("stop", "stop strings must not be empty");
-    }
+  for (const std::string& st : p->stop) {
+    if (st.empty()) return Bad("stop", "stop strings must not be empty");
+  }
+  return std::nullopt;
+}
+
+// The steps as ParseRequest runs them, each over the whole body and the request so far.
+std::optional<ApiError> CheckFieldsStep(const json& j, ParsedRequest*) { return CheckFields(j); }
+std::optional<ApiError> ParseSamplingStep(const json& j, ParsedRequest* r) {
+  return ParseSampling(j, &r->params);
+}
+std::optional<ApiError> ParseStopStep(const json& j, ParsedRequest* r) {
+  return ParseStop(j, &r->params);
+}
+
+}  // namespace
+
+std::string ErrorJson(const ApiError& e) {
+  json err = {{"message", e.message},
+              {"type", e.type},
+              {"param", e.param.empty() ? json() : json(e.param)},
+              {"code", e.code.empty() ? json() : json(e.code)}};
+  return json{{"error", err}}.dump();
+}
+
+ApiError ErrorFromStatus(const absl::Status& s) {
+  ApiError e;
+  e.message = std::string(s.message());
+  if (absl::IsInvalidArgument(s)) return e;
+  if (absl::IsResourceExhausted(s)) {
+    e.http_status = 503;
+    e.type = "server_overloaded";
+    e.code = "queue_full";
+    return e;
+  }
+  e.http_status = 500;
+  e.type = "server_error";
+  return e;
+}
+
+std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedRequest* out) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
+  if (!j.is_object()) return Bad("", "the request body must be a JSON object");
+  ParsedRequest r = Defaults(chat);
+  for (auto step : {CheckFieldsStep, ParseInput, ParseLengths, ParseSamplingStep, ParseStreaming,
+                    ParseStopStep}) {
+    if (auto e = step(j, &r)) return e;
   }
   *out = std::move(r);
   return std::nullopt;
