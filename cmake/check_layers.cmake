@@ -18,13 +18,14 @@ set(allowed_engine/model ${low})
 set(allowed_engine/memory engine/model ${low})
 set(allowed_engine/backend ${low})
 set(allowed_engine/cpu engine/backend engine/model ${low})
-set(allowed_engine engine/backend engine/cpu engine/memory engine/model ${low})
+set(allowed_engine/grammar "")
+set(allowed_engine engine/backend engine/cpu engine/memory engine/model engine/grammar ${low})
 set(allowed_engine/synth engine/model ${low})
 set(allowed_engine/convert engine/cpu engine/model ${low})
 set(allowed_engine/eval engine/convert engine/cpu engine/backend engine/model ${low})
 set(allowed_cuda engine engine/backend engine/cpu engine/memory engine/model ${low})
-set(allowed_server engine engine/backend engine/memory engine/model ${low})
-set(parts loaders kvcache engine/model engine/memory engine/backend engine/cpu engine
+set(allowed_server engine engine/backend engine/memory engine/model engine/grammar ${low})
+set(parts loaders kvcache engine/model engine/memory engine/backend engine/cpu engine/grammar engine
   engine/synth engine/convert engine/eval cuda server)
 # Top-level folders whose includes are checked when they appear in an include path.
 set(tree_roots loaders kvcache engine cuda server bench examples tests)

@@ -5,6 +5,7 @@ function(pagedinfer_libraries_for src out)
     "loaders/" pagedinfer_loaders "kvcache/" pagedinfer_kvcache
     "engine/model/" pagedinfer_model "engine/memory/" pagedinfer_memory
     "engine/backend.h" pagedinfer_backend "engine/cpu/" pagedinfer_cpu
+    "engine/grammar/" pagedinfer_grammar
     "engine/synth/" pagedinfer_synth "engine/convert/" pagedinfer_convert
     "engine/eval/" pagedinfer_eval "server/" pagedinfer_server "bench/" pagedinfer_bench
     "tests/testing/test_models.h" pagedinfer_testing_paths
