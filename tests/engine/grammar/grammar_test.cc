@@ -1,13 +1,15 @@
 // GBNF parsing, compiling and matching: what a grammar accepts and rejects, its error
 // messages, its limits (deep nesting is an error, not a stack overflow), and token masks
 // against a brute-force check of every token.
+#include "engine/grammar/grammar.h"
+
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/token_mask.h"
 #include "engine/grammar/token_vocab.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -69,17 +71,21 @@ name ::= [a-z]{1,} "\\"
 
 TEST(Grammar, Utf8ClassesMatchWholeCharacters) {
   const char* g = R"(root ::= [α-ω]+ [^a] .)";
-  EXPECT_TRUE(Accepts(g, "αβγ€x"));     // € (3 bytes) is not 'a'; '.' takes x
-  EXPECT_TRUE(Accepts(g, "ω😀😀"));        // 4-byte characters
+  EXPECT_TRUE(Accepts(g, "αβγ€x"));  // € (3 bytes) is not 'a'; '.' takes x
+  EXPECT_TRUE(Accepts(g, "ω😀😀"));    // 4-byte characters
   EXPECT_FALSE(Accepts(g, "αa😀"));
-  EXPECT_FALSE(Accepts(g, "A€x"));        // A is outside α-ω
-  EXPECT_FALSE(Accepts(g, "α\xce"));       // half a character never accepts
-  EXPECT_FALSE(Accepts(g, "\xed\xa0\x80" "ab"));  // a surrogate has no UTF-8 form
+  EXPECT_FALSE(Accepts(g, "A€x"));    // A is outside α-ω
+  EXPECT_FALSE(Accepts(g, "α\xce"));  // half a character never accepts
+  EXPECT_FALSE(Accepts(g,
+                       "\xed\xa0\x80"
+                       "ab"));  // a surrogate has no UTF-8 form
   // A token may end inside a character; the next one completes it.
   GrammarMatcher m = Matcher(g);
   EXPECT_TRUE(m.AcceptBytes("\xce"));
   EXPECT_FALSE(m.IsAccepting());
-  EXPECT_TRUE(m.AcceptBytes("\xb1" "b"));
+  EXPECT_TRUE(
+      m.AcceptBytes("\xb1"
+                    "b"));
   EXPECT_TRUE(m.AcceptBytes("c"));
   EXPECT_TRUE(m.IsAccepting());
 }
@@ -207,7 +213,8 @@ TEST(Grammar, MaskMatchesBruteForce) {
       for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
         GrammarMatcher copy = m;
         const bool ok = copy.AcceptToken(id);
-        ASSERT_EQ(ok, ((mask[id / 64] >> (id % 64)) & 1) != 0) << "token " << id << " step " << step;
+        ASSERT_EQ(ok, ((mask[id / 64] >> (id % 64)) & 1) != 0)
+            << "token " << id << " step " << step;
         if (ok && !vocab->is_eog(id)) allowed.push_back(id);
       }
       if (allowed.empty()) break;
@@ -217,6 +224,19 @@ TEST(Grammar, MaskMatchesBruteForce) {
   const AutomatonStats stats = automaton->stats();
   EXPECT_GT(stats.mask_cache_hits, 0);
   EXPECT_FALSE(stats.overflowed);
+}
+
+TEST(Grammar, ApplyTokenMaskSetsExactlyTheRefusedLogits) {
+  for (int32_t n : {1, 63, 64, 65, 200}) {
+    std::vector<uint64_t> words((n + 63) / 64, 0);
+    std::vector<float> logits(n, 1.f);
+    for (int32_t i = 0; i < n; i += 3) words[i / 64] |= uint64_t{1} << (i % 64);
+    if (n > 64) words[0] = ~uint64_t{0};  // a whole word allowed
+    ApplyTokenMask(words, logits.data(), n);
+    for (int32_t i = 0; i < n; ++i) {
+      EXPECT_EQ(logits[i] == 1.f, MaskAllows(words, i)) << n << " " << i;
+    }
+  }
 }
 
 }  // namespace

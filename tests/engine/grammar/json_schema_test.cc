@@ -1,11 +1,12 @@
 // JSON schema -> grammar: what each supported keyword lets through and what it refuses, the
 // errors for unsupported keywords, and the json_object grammar.
+#include "engine/grammar/json_schema.h"
+
 #include <string>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_matcher.h"
-#include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_vocab.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -58,9 +59,10 @@ TEST(JsonSchema, ObjectWithStringIntegerEnumArray) {
     "required": ["name", "age", "mood", "tags"], "additionalProperties": false})");
   EXPECT_TRUE(s.Accepts(R"({"name": "Lily", "age": 3, "mood": "happy", "tags": ["a"]})"));
   EXPECT_TRUE(s.Accepts("{\"name\":\"\",\"age\":-12,\"mood\":\"sad\",\"tags\":[\"a\", \"b\"]}"));
-  EXPECT_TRUE(s.Accepts("{\n  \"name\": \"x\\\"y\",\n  \"age\": 0,\n  \"mood\": \"sad\",\n"
-                        "  \"tags\": [\"\\u00e9\"]\n}"));
-  EXPECT_FALSE(s.Accepts(R"({"name": "Lily", "age": 3, "mood": "happy"})"));         // required
+  EXPECT_TRUE(
+      s.Accepts("{\n  \"name\": \"x\\\"y\",\n  \"age\": 0,\n  \"mood\": \"sad\",\n"
+                "  \"tags\": [\"\\u00e9\"]\n}"));
+  EXPECT_FALSE(s.Accepts(R"({"name": "Lily", "age": 3, "mood": "happy"})"));  // required
   EXPECT_FALSE(s.Accepts(R"({"name": "Lily", "age": 3.5, "mood": "sad", "tags": ["a"]})"));
   EXPECT_FALSE(s.Accepts(R"({"name": "Lily", "age": 3, "mood": "angry", "tags": ["a"]})"));
   EXPECT_FALSE(s.Accepts(R"({"name": "Lily", "age": 3, "mood": "sad", "tags": []})"));
@@ -100,11 +102,11 @@ TEST(JsonSchema, ConstAnyOfTypeListsAndNull) {
   const std::string id = "\"123e4567-e89b-12d3-a456-426614174000\"";
   EXPECT_TRUE(s.Accepts(R"({"kind": "point", "v": 1.5e3, "n": null, "id": )" + id +
                         R"(, "t": "2024-02-29T23:59:01.5+01:00"})"));
-  EXPECT_TRUE(s.Accepts(R"({"kind": "point", "v": "2024-12-01", "n": 7, "id": )" + id +
-                        R"(, "t": true})"));
+  EXPECT_TRUE(
+      s.Accepts(R"({"kind": "point", "v": "2024-12-01", "n": 7, "id": )" + id + R"(, "t": true})"));
   EXPECT_FALSE(s.Accepts(R"({"kind": "line", "v": 1, "n": 7, "id": )" + id + R"(, "t": true})"));
-  EXPECT_FALSE(s.Accepts(R"({"kind": "point", "v": "2024-13-01", "n": 7, "id": )" + id +
-                         R"(, "t": true})"));
+  EXPECT_FALSE(
+      s.Accepts(R"({"kind": "point", "v": "2024-13-01", "n": 7, "id": )" + id + R"(, "t": true})"));
   EXPECT_FALSE(s.Accepts(R"({"kind": "point", "v": 1, "n": 7, "id": "123", "t": true})"));
   EXPECT_FALSE(s.Accepts(R"({"kind": "point", "v": 1, "n": "x", "id": )" + id + R"(, "t": 1})"));
 }
