@@ -25,9 +25,11 @@ set(allowed_engine/convert engine/cpu engine/model ${low})
 set(allowed_engine/eval engine/convert engine/cpu engine/backend engine/model ${low})
 set(allowed_cuda engine engine/backend engine/cpu engine/memory engine/model ${low})
 set(allowed_server/jinja "")
-set(allowed_server engine engine/backend engine/memory engine/model engine/grammar server/jinja ${low})
+set(allowed_server/http "")
+set(allowed_server server/http engine engine/backend engine/memory engine/model engine/grammar
+  server/jinja ${low})
 set(parts loaders kvcache engine/model engine/memory engine/backend engine/cpu engine/grammar engine
-  engine/synth engine/convert engine/eval cuda server server/jinja)
+  engine/synth engine/convert engine/eval cuda server/http server server/jinja)
 # Top-level folders whose includes are checked when they appear in an include path.
 set(tree_roots loaders kvcache engine cuda server bench examples tests)
 

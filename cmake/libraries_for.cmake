@@ -7,7 +7,7 @@ function(pagedinfer_libraries_for src out)
     "engine/backend.h" pagedinfer_backend "engine/cpu/" pagedinfer_cpu
     "engine/grammar/" pagedinfer_grammar
     "engine/synth/" pagedinfer_synth "engine/convert/" pagedinfer_convert
-    "engine/eval/" pagedinfer_eval "server/jinja/" pagedinfer_jinja "server/" pagedinfer_server "bench/" pagedinfer_bench
+    "engine/eval/" pagedinfer_eval "server/jinja/" pagedinfer_jinja "server/http/" pagedinfer_http "server/" pagedinfer_server "bench/" pagedinfer_bench
     "tests/testing/test_models.h" pagedinfer_testing_paths
     "tests/testing/engine_helpers.h" pagedinfer_testing_engine
     "tests/testing/hf_folders.h" pagedinfer_testing_hf
@@ -29,7 +29,7 @@ function(pagedinfer_libraries_for src out)
       string(FIND "${inc}" "${prefix}" at)
       if(at EQUAL 0)
         list(APPEND libs ${lib})
-        break()  # the first (most specific) prefix: server/jinja/ before server/
+        break()  # the first (most specific) prefix: server/http/ or server/jinja/ before server/
       endif()
       math(EXPR i "${i} + 2")
     endwhile()

@@ -9,7 +9,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 # libedit-dev: line editing and history in `pagedinfer chat` (BSD licence, unlike readline).
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libgtest-dev libgmock-dev
-  googletest libbenchmark-dev libcpp-httplib-dev nlohmann-json3-dev libedit-dev
+  googletest libbenchmark-dev libboost-dev nlohmann-json3-dev libedit-dev
   python3-jinja2)  # python3-jinja2: the reference the chat-template interpreter is tested against
 # node + npm for the server's OpenAI-client test; skipped when a node install (NodeSource's
 # nodejs bundles npm) is already on the PATH, since Debian's npm would conflict with it.

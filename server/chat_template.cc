@@ -5,31 +5,71 @@ namespace {
 
 bool Has(std::string_view s, std::string_view part) { return s.find(part) != s.npos; }
 
-// Llama 2 and Mistral fold a system message into the first user turn.
-std::string FormatInst(const std::vector<ChatMessage>& msgs, bool llama2_sys) {
-  std::string out, system;
+// Collects pieces, merging neighbours of the same kind.
+class Pieces {
+ public:
+  Pieces& T(std::string_view text) { return Add(text, true); }   // the template's text
+  Pieces& C(std::string_view text) { return Add(text, false); }  // a message's text
+  std::vector<PromptPiece> Take() { return std::move(out_); }
+
+ private:
+  Pieces& Add(std::string_view text, bool from_template) {
+    if (text.empty()) return *this;
+    if (!out_.empty() && out_.back().from_template == from_template) {
+      out_.back().text.append(text);
+    } else {
+      out_.push_back({std::string(text), from_template});
+    }
+    return *this;
+  }
+  std::vector<PromptPiece> out_;
+};
+
+// Llama 2 and Mistral fold the system messages into the first user turn.
+void FormatInst(const std::vector<ChatMessage>& msgs, bool llama2_sys, Pieces* p) {
+  std::vector<const std::string*> system;
+  for (const ChatMessage& m : msgs) {
+    if (m.role == "system") system.push_back(&m.content);
+  }
   bool first_user = true;
   for (const ChatMessage& m : msgs) {
-    if (m.role == "system") {
-      system += (system.empty() ? "" : "\n") + m.content;
-    } else if (m.role == "user") {
-      std::string content = m.content;
-      if (first_user && !system.empty()) {
-        content = llama2_sys ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content
-                             : system + "\n\n" + content;
-      }
-      if (!first_user) out += "<s>";
-      out += "[INST] " + content + " [/INST]";
-      first_user = false;
-    } else {  // assistant
-      out += " " + m.content + "</s>";
+    if (m.role == "system") continue;
+    if (m.role != "user") {  // assistant
+      p->T(" ").C(m.content).T("</s>");
+      continue;
     }
+    if (!first_user) p->T("<s>");
+    p->T("[INST] ");
+    if (first_user && !system.empty()) {
+      if (llama2_sys) p->T("<<SYS>>\n");
+      for (size_t i = 0; i < system.size(); ++i) p->T(i ? "\n" : "").C(*system[i]);
+      p->T(llama2_sys ? "\n<</SYS>>\n\n" : "\n\n");
+    }
+    p->C(m.content).T(" [/INST]");
+    first_user = false;
   }
-  return out;
+}
+
+void FormatGemma(const std::vector<ChatMessage>& msgs, Pieces* p) {
+  // Gemma has no system role: the system text opens the first user turn.
+  std::vector<const std::string*> system;
+  for (const ChatMessage& m : msgs) {
+    if (m.role == "system") {
+      system.push_back(&m.content);
+      continue;
+    }
+    const bool user = m.role == "user";
+    p->T("<start_of_turn>").T(m.role == "assistant" ? "model" : m.role).T("\n");
+    if (user) {
+      for (const std::string* s : system) p->C(*s).T("\n\n");
+      system.clear();
+    }
+    p->C(m.content).T("<end_of_turn>\n");
+  }
+  p->T("<start_of_turn>model\n");
 }
 
 }  // namespace
-
 ChatTemplate DetectChatTemplate(std::string_view j) {
   if (Has(j, "<|im_start|>")) return ChatTemplate::kChatMl;
   if (Has(j, "<|start_header_id|>")) return ChatTemplate::kLlama3;
@@ -83,45 +123,46 @@ const char* ChatTemplateEndOfTurn(ChatTemplate t) {
   return "</s>";
 }
 
-std::string FormatChat(ChatTemplate t, const std::vector<ChatMessage>& msgs) {
-  std::string out;
+std::vector<PromptPiece> FormatChatPieces(ChatTemplate t, const std::vector<ChatMessage>& msgs) {
+  Pieces p;
   switch (t) {
     case ChatTemplate::kLlama2:
-      return FormatInst(msgs, /*llama2_sys=*/true);
     case ChatTemplate::kMistral:
-      return FormatInst(msgs, /*llama2_sys=*/false);
+      FormatInst(msgs, /*llama2_sys=*/t == ChatTemplate::kLlama2, &p);
+      break;
     case ChatTemplate::kChatMl:
       for (const ChatMessage& m : msgs) {
-        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        p.T("<|im_start|>").T(m.role).T("\n").C(m.content).T("<|im_end|>\n");
       }
-      return out + "<|im_start|>assistant\n";
+      p.T("<|im_start|>assistant\n");
+      break;
     case ChatTemplate::kLlama3:
       for (const ChatMessage& m : msgs) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+        p.T("<|start_header_id|>")
+            .T(m.role)
+            .T("<|end_header_id|>\n\n")
+            .C(m.content)
+            .T("<|eot_id|>");
       }
-      return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    case ChatTemplate::kGemma: {
-      // Gemma has no system role: the system text opens the first user turn.
-      std::string system;
-      for (const ChatMessage& m : msgs) {
-        if (m.role == "system") {
-          system += m.content + "\n\n";
-          continue;
-        }
-        const std::string role = m.role == "assistant" ? "model" : m.role;
-        std::string content = m.content;
-        if (role == "user" && !system.empty()) content = system + content, system.clear();
-        out += "<start_of_turn>" + role + "\n" + content + "<end_of_turn>\n";
-      }
-      return out + "<start_of_turn>model\n";
-    }
+      p.T("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      break;
+    case ChatTemplate::kGemma:
+      FormatGemma(msgs, &p);
+      break;
     case ChatTemplate::kPhi3:
-      for (const ChatMessage& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-      return out + "<|assistant|>\n";
-    case ChatTemplate::kZephyr:
-      for (const ChatMessage& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "</s>\n";
-      return out + "<|assistant|>\n";
+    case ChatTemplate::kZephyr: {
+      const char* end = t == ChatTemplate::kPhi3 ? "<|end|>\n" : "</s>\n";
+      for (const ChatMessage& m : msgs) p.T("<|").T(m.role).T("|>\n").C(m.content).T(end);
+      p.T("<|assistant|>\n");
+      break;
+    }
   }
+  return p.Take();
+}
+
+std::string FormatChat(ChatTemplate t, const std::vector<ChatMessage>& msgs) {
+  std::string out;
+  for (const PromptPiece& piece : FormatChatPieces(t, msgs)) out += piece.text;
   return out;
 }
 

@@ -20,9 +20,18 @@ ChatTemplate DetectChatTemplate(std::string_view jinja);
 // "chatml", "llama2", "llama3", "mistral", "gemma", "phi3", "zephyr".
 const char* ChatTemplateName(ChatTemplate t);
 
-// The prompt text for the messages, ending with the assistant's turn opening. The leading
-// BOS is left to the tokenizer (Encode with add_special); the result is meant to be encoded
-// with parse_special so that markers such as <|im_start|> become their tokens.
+// A run of a formatted chat prompt: the template's own text (markers such as <|im_start|>,
+// role names, separators) or text that came from a message. Only the template's text may
+// spell special tokens (see chat_prompt.h); a message's text is always plain text.
+struct PromptPiece {
+  std::string text;
+  bool from_template = true;
+};
+
+// The prompt for the messages, ending with the assistant's turn opening, piece by piece.
+// The leading BOS is left to the tokenizer.
+std::vector<PromptPiece> FormatChatPieces(ChatTemplate t, const std::vector<ChatMessage>& messages);
+// The same prompt as one string (the pieces' texts joined).
 std::string FormatChat(ChatTemplate t, const std::vector<ChatMessage>& messages);
 
 // Text that ends an assistant turn in this family (used as a stop string as well as EOG ids).

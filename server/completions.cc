@@ -1,19 +1,15 @@
 #include "server/completions.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <ctime>
 #include <map>
 
 #include "nlohmann/json.hpp"
-#include "server/openai_request.h"
 
 namespace pinfer::server {
 namespace {
 
 using json = nlohmann::json;
-using std::chrono::milliseconds;
 
 // Per-choice results collected across steps.
 struct Choice {
@@ -43,44 +39,114 @@ struct Collected {
   }
 };
 
-struct ResponseHead {
-  std::string id, object, model;
-  int64_t created;
-  json Start() const {
-    return {{"id", id}, {"object", object}, {"created", created}, {"model", model}};
-  }
-};
-
 json FinishJson(const std::string& reason) { return reason.empty() ? json() : json(reason); }
 
-// The state one streamed response keeps between calls of its content provider.
-struct StreamState {
-  std::shared_ptr<RequestStream> stream;
-  ResponseHead head;
-  bool chat = false, include_usage = false;
-  Collected collected;
-  std::atomic<bool> finished{false};
-};
-
-bool WriteEvent(httplib::DataSink& sink, const std::string& data) {
-  const std::string event = "data: " + data + "\n\n";
-  return sink.write(event.data(), event.size());
+// An engine refusal at submission, with the parameter it concerns.
+ApiError SubmissionError(const absl::Status& s) {
+  ApiError e = ErrorFromStatus(s);
+  if (e.message.find("max_tokens") != std::string::npos) e.param = "max_tokens";
+  if (e.message.find("n = ") == 0) e.param = "n";
+  return e;
 }
 
-// One call: wait up to a second for outputs and send them as chunks; at the end [DONE].
-bool StreamOnce(StreamState& st, httplib::DataSink& sink) {
+// One request from submission to its last byte. The engine thread only calls OnNotify;
+// everything else runs on the connection's I/O thread (Exchange::Post), one call at a time.
+class Job : public std::enable_shared_from_this<Job> {
+ public:
+  Job(std::shared_ptr<http::Exchange> ex, int n, bool chat, bool streamed, bool include_usage,
+      std::string model)
+      : ex_(std::move(ex)),
+        stream_(std::make_shared<RequestStream>(n)),
+        chat_(chat),
+        streamed_(streamed),
+        include_usage_(include_usage),
+        model_(std::move(model)),
+        created_(static_cast<int64_t>(std::time(nullptr))) {}
+
+  const std::shared_ptr<RequestStream>& stream() const { return stream_; }
+
+  // Engine thread: at most one drain is queued at a time.
+  void OnNotify() {
+    if (posted_.exchange(true)) return;
+    ex_->Post([self = shared_from_this()] {
+      self->posted_.store(false);
+      self->Drain();
+    });
+  }
+
+ private:
+  void Drain();
+  void DrainStreamed(const std::vector<SequenceOutput>& outs, bool done);
+  void Answer();
+  json Start(const char* object) const {
+    return {{"id", (chat_ ? "chatcmpl-" : "cmpl-") + std::to_string(stream_->id())},
+            {"object", object},
+            {"created", created_},
+            {"model", model_}};
+  }
+  void WriteEvent(const json& j) { ex_->Write(http::SseEvent(j.dump())); }
+
+  const std::shared_ptr<http::Exchange> ex_;
+  const std::shared_ptr<RequestStream> stream_;
+  const bool chat_, streamed_, include_usage_;
+  const std::string model_;
+  const int64_t created_;
+  std::atomic<bool> posted_{false};
+  Collected collected_;
+  bool started_ = false;  // the stream's head went out
+};
+
+void Job::Drain() {
   std::vector<SequenceOutput> outs;
-  if (!st.stream->Wait(&outs, milliseconds(1000))) {
-    // Nothing new (queued or a slow step): an SSE comment keeps the connection checked, so a
-    // client that left is noticed (the write fails) and its request cancelled.
-    static const std::string kPing = ": keep-alive\n\n";
-    return sink.write(kPing.data(), kPing.size());
+  stream_->Take(&outs);
+  const bool done = stream_->done();
+  if (!stream_->accepted()) {
+    // Refused at submission (or cancelled, or the server stopped, before the engine took
+    // it): nothing was sent yet, so a plain HTTP error.
+    if (done) ex_->Respond(ErrorResponse(SubmissionError(stream_->status())));
+    return;
+  }
+  if (streamed_) return DrainStreamed(outs, done);
+  for (const SequenceOutput& o : outs) collected_.Add(o);
+  if (done) Answer();
+}
+
+void Job::Answer() {
+  if (absl::Status s = stream_->status(); !s.ok()) {
+    return ex_->Respond(ErrorResponse(ErrorFromStatus(s)));
+  }
+  json body = Start(chat_ ? "chat.completion" : "text_completion");
+  body["choices"] = json::array();
+  for (const auto& [index, c] : collected_.choices) {
+    json choice = {
+        {"index", index}, {"logprobs", nullptr}, {"finish_reason", FinishJson(c.finish_reason)}};
+    if (chat_) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    body["choices"].push_back(choice);
+  }
+  body["usage"] = collected_.Usage();
+  http::Response r;
+  r.body = body.dump();
+  ex_->Respond(std::move(r));
+}
+
+void Job::DrainStreamed(const std::vector<SequenceOutput>& outs, bool done) {
+  const char* object = chat_ ? "chat.completion.chunk" : "text_completion";
+  if (!started_) {
+    http::Response head;
+    head.content_type = "text/event-stream";
+    head.Set("Cache-Control", "no-cache");
+    ex_->BeginStream(std::move(head));
+    started_ = true;
   }
   for (const SequenceOutput& o : outs) {
-    st.collected.Add(o);
-    Choice& c = st.collected.choices[o.index];
+    collected_.Add(o);
+    Choice& c = collected_.choices[o.index];
     json choice = {{"index", o.index}, {"logprobs", nullptr}};
-    if (st.chat) {
+    if (chat_) {
       json delta = json::object();
       if (!c.started) delta["role"] = "assistant";
       if (!o.new_text.empty() || !c.started) delta["content"] = o.new_text;
@@ -92,47 +158,42 @@ bool StreamOnce(StreamState& st, httplib::DataSink& sink) {
       choice["text"] = o.new_text;
     }
     choice["finish_reason"] = o.finished ? FinishJson(c.finish_reason) : json();
-    json chunk = st.head.Start();
+    json chunk = Start(object);
     chunk["choices"] = json::array({choice});
-    if (!WriteEvent(sink, chunk.dump())) return false;
+    WriteEvent(chunk);
   }
-  if (!st.stream->done()) return true;
-  if (absl::Status s = st.stream->status(); !s.ok()) {
-    // Too late for an HTTP status: an error event, as OpenAI sends mid-stream.
-    ApiError e = ErrorFromStatus(s);
-    WriteEvent(sink, json::parse(ErrorJson(e)).dump());
-    st.finished = true;
-    return false;
-  }
-  if (st.include_usage) {
-    json chunk = st.head.Start();
+  if (!done) return;
+  if (absl::Status s = stream_->status(); !s.ok()) {
+    // Too late for an HTTP status: an error event, as OpenAI sends mid-stream, then the end.
+    WriteEvent(json::parse(ErrorJson(ErrorFromStatus(s))));
+  } else if (include_usage_) {
+    json chunk = Start(object);
     chunk["choices"] = json::array();
-    chunk["usage"] = st.collected.Usage();
-    if (!WriteEvent(sink, chunk.dump())) return false;
+    chunk["usage"] = collected_.Usage();
+    WriteEvent(chunk);
   }
-  st.finished = true;
-  if (!WriteEvent(sink, "[DONE]")) return false;
-  sink.done();
-  return true;
+  ex_->Write(http::SseEvent("[DONE]"));
+  ex_->End();
 }
 
 }  // namespace
 
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.http_status;
-  if (e.http_status == 503) res.set_header("Retry-After", "1");
-  res.set_content(ErrorJson(e), "application/json");
+http::Response ErrorResponse(const ApiError& e) {
+  http::Response r;
+  r.status = e.http_status;
+  if (e.http_status == 503) r.Set("Retry-After", "1");
+  r.body = ErrorJson(e);
+  return r;
 }
 
-void CompletionsHandler::Handle(const httplib::Request& req, httplib::Response& res, bool chat) {
+void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
   ParsedRequest pr;
-  if (auto e = ParseRequest(req.body, chat, &pr)) return SendError(res, *e);
+  if (auto e = ParseRequest(ex->request().body, chat, &pr)) return ex->Respond(ErrorResponse(*e));
   GenerationRequest g;
   g.params = pr.params;
   g.n = pr.n;
   if (chat) {
-    const std::string text = FormatChat(tmpl_, pr.messages);
-    g.prompt = tok_.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+    g.prompt = chat_encoder_.Encode(FormatChatPieces(tmpl_, pr.messages), special_in_content_);
     g.params.stop.push_back(ChatTemplateEndOfTurn(tmpl_));
   } else if (!pr.prompt_ids.empty()) {
     g.prompt = pr.prompt_ids;
@@ -142,60 +203,15 @@ void CompletionsHandler::Handle(const httplib::Request& req, httplib::Response& 
   if (g.prompt.empty() && tok_.bos() >= 0) g.prompt.push_back(tok_.bos());
   const int room = max_model_len_ - static_cast<int>(g.prompt.size());
   if (chat && !pr.max_tokens_given && room > 0) g.params.max_tokens = room;
-  absl::StatusOr<std::shared_ptr<RequestStream>> stream = worker_.Submit(std::move(g));
-  if (!stream.ok()) {
-    ApiError e = ErrorFromStatus(stream.status());
-    if (e.message.find("max_tokens") != std::string::npos) e.param = "max_tokens";
-    if (e.message.find("n = ") == 0) e.param = "n";
-    return SendError(res, e);
-  }
-  ResponseHead head;
-  head.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string((*stream)->id());
-  head.object = chat ? "chat.completion" : "text_completion";
-  head.model = pr.model.empty() ? model_id_ : pr.model;
-  head.created = static_cast<int64_t>(std::time(nullptr));
+  if (ex->closed()) return;  // the client left while the prompt was tokenized
 
-  if (pr.stream) {
-    auto st = std::make_shared<StreamState>();
-    st->stream = *stream;
-    st->head = head;
-    if (chat) st->head.object = "chat.completion.chunk";
-    st->chat = chat;
-    st->include_usage = pr.include_usage;
-    EngineWorker* worker = &worker_;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [st](size_t, httplib::DataSink& sink) { return StreamOnce(*st, sink); },
-        [st, worker](bool) {
-          // The client left (or the connection broke) before the end: free its blocks.
-          if (!st->finished) worker->Cancel(st->stream->id());
-        });
-    return;
-  }
-
-  Collected collected;
-  while (true) {
-    std::vector<SequenceOutput> outs;
-    (*stream)->Wait(&outs, milliseconds(1000));
-    for (const SequenceOutput& o : outs) collected.Add(o);
-    if ((*stream)->done()) break;
-  }
-  if (absl::Status s = (*stream)->status(); !s.ok()) return SendError(res, ErrorFromStatus(s));
-  json body = head.Start();
-  body["choices"] = json::array();
-  for (const auto& [index, c] : collected.choices) {
-    json choice = {
-        {"index", index}, {"logprobs", nullptr}, {"finish_reason", FinishJson(c.finish_reason)}};
-    if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    } else {
-      choice["text"] = c.text;
-    }
-    body["choices"].push_back(choice);
-  }
-  body["usage"] = collected.Usage();
-  res.set_content(body.dump(), "application/json");
+  auto job = std::make_shared<Job>(ex, pr.n, chat, pr.stream, pr.include_usage,
+                                   pr.model.empty() ? model_id_ : pr.model);
+  // The stream holds the job until its last notification; the job holds the stream.
+  job->stream()->SetNotify([job] { job->OnNotify(); });
+  // A client that hangs up (streamed or not) cancels its request and frees its blocks.
+  ex->OnClose([worker = &worker_, stream = job->stream()] { worker->Cancel(stream); });
+  worker_.Submit(std::move(g), job->stream());
 }
 
 }  // namespace pinfer::server

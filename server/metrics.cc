@@ -53,4 +53,27 @@ std::string PrometheusText(const EngineStats& st, const OccupancyReport& kv,
   return o;
 }
 
+std::string HttpMetricsText(const http::ServerStats& s) {
+  std::string o;
+  Metric(&o, "http_connections_open", "gauge", "client connections open",
+         (double)s.connections_open);
+  Metric(&o, "http_connections_accepted_total", "counter", "client connections accepted",
+         (double)s.connections_accepted);
+  Metric(&o, "http_connections_refused_total", "counter",
+         "connections refused at a cap (--max-connections, --max-connections-per-client)",
+         (double)s.connections_refused);
+  Metric(&o, "http_requests_total", "counter", "requests handed to a handler", (double)s.requests);
+  Metric(&o, "http_requests_refused_total", "counter",
+         "requests refused by the HTTP layer (limits, malformed, shutting down)",
+         (double)s.requests_refused);
+  Metric(&o, "http_timeouts_total", "counter",
+         "connections closed at a request or write deadline (slow clients)", (double)s.timeouts);
+  Metric(&o, "http_client_disconnects_total", "counter",
+         "clients that hung up while their request was being handled",
+         (double)s.client_disconnects);
+  Metric(&o, "http_requests_in_flight", "gauge", "requests whose answer is not yet written",
+         (double)s.in_flight);
+  return o;
+}
+
 }  // namespace pinfer::server

@@ -287,6 +287,12 @@ ApiError ErrorFromStatus(const absl::Status& s) {
     e.code = "queue_full";
     return e;
   }
+  if (absl::IsUnavailable(s)) {  // the server is shutting down
+    e.http_status = 503;
+    e.type = "server_unavailable";
+    e.code = "shutting_down";
+    return e;
+  }
   e.http_status = 500;
   e.type = "server_error";
   return e;

@@ -21,7 +21,8 @@ struct ApiError {
 };
 
 std::string ErrorJson(const ApiError& e);
-// An engine status as an API error: InvalidArgument 400, ResourceExhausted 503, else 500.
+// An engine status as an API error: InvalidArgument 400, ResourceExhausted and Unavailable
+// (shutting down) 503, else 500.
 ApiError ErrorFromStatus(const absl::Status& s);
 
 struct ParsedRequest {

@@ -1,11 +1,9 @@
 #include "server/openai_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <ctime>
 
 #include "nlohmann/json.hpp"
+#include "server/auth.h"
 #include "server/completions.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -14,90 +12,122 @@ namespace pinfer::server {
 
 using json = nlohmann::json;
 
+namespace {
+
+// The HTTP layer's own refusals in OpenAI's error shape.
+http::Response ApiErrorPage(int status, const std::string& message) {
+  ApiError e;
+  e.http_status = status;
+  e.message = message;
+  switch (status) {
+    case 404:
+      e.code = "not_found";
+      break;
+    case 405:
+      e.code = "method_not_allowed";
+      break;
+    case 413:
+      e.code = "request_too_large";
+      break;
+    case 415:
+      e.code = "unsupported_media_type";
+      break;
+    case 431:
+      e.code = "headers_too_large";
+      break;
+    case 503:
+      e.type = "server_unavailable";
+      e.code = "unavailable";
+      break;
+    default:
+      break;
+  }
+  return ErrorResponse(e);
+}
+
+http::Response JsonResponse(std::string body) {
+  http::Response r;
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
 class OpenAiServer::Handlers {
  public:
   Handlers(Engine& engine, EngineWorker& worker, const ServerOptions& options, ChatTemplate t)
       : worker_(worker),
         options_(options),
         completions_(engine.model().tokenizer(), engine.config().max_model_len, worker, t,
-                     options.model_id),
+                     options.model_id, options.special_in_content),
         created_(static_cast<int64_t>(std::time(nullptr))) {}
 
-  void Install(httplib::Server& http) {
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      return Authorize(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                 : httplib::Server::HandlerResponse::Handled;
+  void SetHttp(const http::Server* http) { http_ = http; }
+
+  http::Router Routes() {
+    http::Router r;
+    using http::RunOn;
+    r.Add("POST", "/v1/completions",
+          Authorized([this](auto ex) { completions_.Handle(ex, false); }), RunOn::kHandlerPool);
+    r.Add("POST", "/v1/chat/completions",
+          Authorized([this](auto ex) { completions_.Handle(ex, true); }), RunOn::kHandlerPool);
+    r.Add(
+        "GET", "/health", [](auto ex) { ex->Respond(JsonResponse(R"({"status":"ok"})")); },
+        RunOn::kIoThread);
+    r.Add("GET", "/v1/models", Authorized([this](auto ex) { ex->Respond(JsonResponse(Models())); }),
+          RunOn::kIoThread);
+    r.Add(
+        "GET", "/metrics",
+        [this](auto ex) {
+          http::Response res;
+          res.content_type = "text/plain; version=0.0.4";
+          const WorkerSnapshot s = worker_.snapshot();
+          res.body = PrometheusText(s.stats, s.kv, s.counters) + HttpMetricsText(http_->stats());
+          ex->Respond(std::move(res));
+        },
+        RunOn::kIoThread);
+    r.Add("GET", "/v1/memory", Authorized([this](auto ex) {
+            ex->Respond(JsonResponse("{\"ledger\":" + worker_.ledger_json() +
+                                     ",\"kv\":" + worker_.snapshot().kv.ToJson() + "}"));
+          }),
+          RunOn::kIoThread);
+    r.SetFallback([](std::shared_ptr<http::Exchange> ex) {
+      const http::Request& req = ex->request();
+      ex->Respond(ApiErrorPage(404, "no such endpoint: " + req.method + " " + req.path));
     });
-    // httplib's own refusals (413 for a body over --max-body, 404, ...) in OpenAI's shape.
-    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      ApiError e;
-      e.http_status = res.status;
-      if (res.status == 413) {
-        e.message = "the request body is larger than the server's --max-body limit";
-        e.code = "request_too_large";
-      } else if (res.status == 404) {
-        e.message = "no such endpoint: " + req.method + " " + req.path;
-        e.code = "not_found";
-      } else {
-        e.message = "the request could not be handled (HTTP " + std::to_string(res.status) + ")";
-      }
-      SendError(res, e);
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      completions_.Handle(req, res, /*chat=*/false);
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      completions_.Handle(req, res, /*chat=*/true);
-    });
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"ok"})", "application/json");
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      json model = {{"id", options_.model_id},
-                    {"object", "model"},
-                    {"created", created_},
-                    {"owned_by", "pagedinfer"}};
-      res.set_content(json{{"object", "list"}, {"data", json::array({model})}}.dump(),
-                      "application/json");
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      EngineStats stats;
-      OccupancyReport kv;
-      worker_.Run([&](Engine& e) {
-        stats = e.stats();
-        kv = e.KvReport();
-      });
-      res.set_content(PrometheusText(stats, kv, worker_.counters()), "text/plain; version=0.0.4");
-    });
-    http.Get("/v1/memory", [this](const httplib::Request&, httplib::Response& res) {
-      std::string ledger, kv;
-      worker_.Run([&](Engine& e) {
-        ledger = e.ledger().ToJson();
-        kv = e.KvReport().ToJson();
-      });
-      res.set_content("{\"ledger\":" + ledger + ",\"kv\":" + kv + "}", "application/json");
-    });
+    return r;
   }
 
  private:
   // With --api-key, every /v1/ endpoint needs "Authorization: Bearer KEY".
-  bool Authorize(const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return true;
-    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key) return true;
-    ApiError e;
-    e.http_status = 401;
-    e.message = req.has_header("Authorization") ? "incorrect API key provided"
-                                                : "missing API key (Authorization: Bearer KEY)";
-    e.code = "invalid_api_key";
-    SendError(res, e);
-    return false;
+  http::Handler Authorized(http::Handler h) const {
+    if (options_.api_key.empty()) return h;
+    return [this, h = std::move(h)](std::shared_ptr<http::Exchange> ex) {
+      const std::optional<std::string_view> auth = ex->request().Header("Authorization");
+      const std::string_view* header = auth ? &*auth : nullptr;
+      if (BearerMatches(header, options_.api_key)) return h(std::move(ex));
+      ApiError e;
+      e.http_status = 401;
+      e.message =
+          auth ? "incorrect API key provided" : "missing API key (Authorization: Bearer KEY)";
+      e.code = "invalid_api_key";
+      ex->Respond(ErrorResponse(e));
+    };
+  }
+
+  std::string Models() const {
+    json model = {{"id", options_.model_id},
+                  {"object", "model"},
+                  {"created", created_},
+                  {"owned_by", "pagedinfer"}};
+    return json{{"object", "list"}, {"data", json::array({model})}}.dump();
   }
 
   EngineWorker& worker_;
   const ServerOptions& options_;
   CompletionsHandler completions_;
   const int64_t created_;
+  const http::Server* http_ = nullptr;  // set before the server runs
 };
 
 OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
@@ -105,50 +135,43 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
   template_ = options_.chat_template.value_or(
       DetectChatTemplate(engine.model().tokenizer().spec().chat_template));
   worker_ = std::make_unique<EngineWorker>(engine_);
-  http_ = std::make_unique<httplib::Server>();
-  const int threads = options_.http_threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body);
-  // Debian's cpp-httplib is a shared library built with a listen backlog of 5, so a burst of
-  // clients connecting at once would be refused. Keep the listening socket's descriptor (the
-  // options callback sees it before bind) so Bind() can raise the backlog afterwards.
-  http_->set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    listen_socket_ = sock;
-  });
   handlers_ = std::make_unique<Handlers>(engine_, *worker_, options_, template_);
-  handlers_->Install(*http_);
+  http::ServerConfig hc;
+  hc.limits = options_.limits;
+  hc.io_threads = options_.http_threads;
+  hc.handler_threads = options_.handler_threads;
+  hc.error_page = ApiErrorPage;
+  http_ = std::make_unique<http::Server>(handlers_->Routes(), std::move(hc));
+  handlers_->SetHttp(http_.get());  // /metrics shows the HTTP layer's figures too
 }
 
 OpenAiServer::~OpenAiServer() {
   Stop();
+  // The engine thread ends (failing what is left) while the HTTP objects still exist, so its
+  // last notifications find them; then the HTTP server (its handler pool first) goes.
+  worker_.reset();
   http_.reset();
   handlers_.reset();
-  worker_.reset();
 }
 
-absl::StatusOr<int> OpenAiServer::Bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    return absl::UnavailableError("cannot listen on " + options_.host + ":" +
-                                  std::to_string(options_.port) +
-                                  " (in use, or not an address of this machine)");
-  }
-  // On Linux a second listen() on a listening socket sets its backlog.
-  if (listen_socket_ >= 0) ::listen(listen_socket_, kListenBacklog);
-  return port;
-}
+absl::StatusOr<int> OpenAiServer::Bind() { return http_->Bind(options_.host, options_.port); }
 
-void OpenAiServer::Listen() { http_->listen_after_bind(); }
+void OpenAiServer::Listen() { http_->Run(); }
+
+bool OpenAiServer::Shutdown(std::chrono::milliseconds timeout) {
+  http_->BeginShutdown();
+  const bool drained = http_->WaitForIdle(timeout);
+  // What is still running now ends with 503 (or a stream's error event); what is still to
+  // come is refused the same way.
+  worker_->Close(absl::UnavailableError(
+      drained ? "the server is shutting down"
+              : "the server is shutting down (--shutdown-timeout passed before this request "
+                "finished)"));
+  return drained || http_->WaitForIdle(std::chrono::seconds(5));
+}
 
 void OpenAiServer::Stop() {
-  if (http_) http_->stop();
+  if (http_) http_->Stop();
 }
 
 }  // namespace pinfer::server

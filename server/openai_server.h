@@ -1,8 +1,12 @@
 // An OpenAI-compatible HTTP server over one Engine: /v1/completions, /v1/chat/completions
 // (streamed as server-sent events or whole), /v1/models, /v1/memory, /health, /metrics.
-// HTTP handler threads parse and answer; the EngineWorker's thread alone drives the engine.
+// The HTTP layer (server/http/) reads and writes on a few I/O threads; completions are
+// parsed and tokenized on a small handler pool and posted to the EngineWorker, whose thread
+// alone drives the engine. /health, /metrics and /v1/memory are answered on the I/O thread
+// from a published snapshot, so no queued or abandoned work can hold them up.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -12,20 +16,22 @@
 #include "engine/engine.h"
 #include "server/chat_template.h"
 #include "server/engine_worker.h"
-
-namespace httplib {
-class Server;
-}
+#include "server/http/http_limits.h"
+#include "server/http/http_server.h"
 
 namespace pinfer::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;      // 0: any free port (see Bind's result)
-  std::string api_key;  // "": no authentication
-  size_t max_body = 1 << 20;
-  std::string model_id;   // the name /v1/models lists; requests may name any model
-  int http_threads = 64;  // handler threads: the most requests in flight at once
+  int port = 8080;          // 0: any free port (see Bind's result)
+  std::string api_key;      // "": no authentication
+  std::string model_id;     // the name /v1/models lists; requests may name any model
+  http::Limits limits;      // body, headers, deadlines, connection caps (http_limits.h)
+  int http_threads = 2;     // I/O threads (sockets, /health, /metrics)
+  int handler_threads = 2;  // threads parsing and tokenizing requests
+  // Parse special-token text inside chat messages too (llama.cpp's behaviour); off: only
+  // the chat template's own text can produce special tokens.
+  bool special_in_content = false;
   // The chat template family; nullopt: detected from the model's tokenizer.chat_template.
   std::optional<ChatTemplate> chat_template;
 };
@@ -41,7 +47,14 @@ class OpenAiServer {
   absl::StatusOr<int> Bind();
   // Serves until Stop(); blocking.
   void Listen();
+  // Graceful shutdown: stops accepting and waits up to `timeout` for the requests in flight
+  // to finish; then ends the rest (a stream gets an error event and [DONE], any other
+  // request a 503) and waits a little for those answers to be written. True when every
+  // request got its answer. Call Stop() after it.
+  bool Shutdown(std::chrono::milliseconds timeout);
   void Stop();
+
+  http::ServerStats http_stats() const { return http_->stats(); }
 
  private:
   class Handlers;
@@ -49,10 +62,8 @@ class OpenAiServer {
   ServerOptions options_;
   ChatTemplate template_;
   std::unique_ptr<EngineWorker> worker_;
-  static constexpr int kListenBacklog = 512;
-  std::unique_ptr<httplib::Server> http_;
-  int listen_socket_ = -1;  // the listening socket (set while binding)
   std::unique_ptr<Handlers> handlers_;
+  std::unique_ptr<http::Server> http_;
 };
 
 }  // namespace pinfer::server

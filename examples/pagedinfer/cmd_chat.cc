@@ -18,6 +18,7 @@
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
 #include "examples/pagedinfer/line_reader.h"
+#include "server/chat_prompt.h"
 #include "server/chat_template.h"
 
 namespace pinfer::cli {
@@ -94,7 +95,9 @@ class ChatSession {
       GenerationRequest req;
       req.params = sp_;
       req.params.stop.push_back(server::ChatTemplateEndOfTurn(tmpl_));
-      req.prompt = tok_.Encode(server::FormatChat(tmpl_, history_), true, /*parse_special=*/true);
+      // Only the template's text may spell special tokens; what was typed stays text.
+      req.prompt =
+          server::ChatPromptEncoder(tok_).Encode(server::FormatChatPieces(tmpl_, history_));
       const int room = max_len - static_cast<int>(req.prompt.size());
       if (room >= 1) {
         req.params.max_tokens = std::min(req.params.max_tokens, room);

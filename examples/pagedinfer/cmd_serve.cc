@@ -1,5 +1,11 @@
 // pagedinfer serve: an OpenAI-compatible HTTP server (completions, chat completions with
 // streaming, models, health, Prometheus metrics, the memory ledger) over one engine.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -19,6 +25,76 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// Each connection is a descriptor: raise the soft limit to the hard one, and keep
+// --max-connections below what is left.
+absl::Status FitDescriptors(server::ServerOptions* so) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return absl::OkStatus();
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  const int64_t room = static_cast<int64_t>(rl.rlim_cur) - 64;  // model files, pipes, ...
+  if (room < 16) return absl::ResourceExhaustedError("too few file descriptors (ulimit -n)");
+  if (so->limits.max_connections > room) {
+    std::fprintf(stderr, "--max-connections %d lowered to %lld (ulimit -n %llu)\n",
+                 so->limits.max_connections, (long long)room, (unsigned long long)rl.rlim_cur);
+    so->limits.max_connections = static_cast<int>(room);
+  }
+  return absl::OkStatus();
+}
+
+// SIGINT/SIGTERM: the first is handed to the watcher thread through a pipe (a handler may
+// only do async-signal-safe things, and may run on any thread); the second exits at once.
+int g_signal_pipe[2] = {-1, -1};
+std::atomic<int> g_signals{0};
+
+extern "C" void OnStopSignal(int sig) {
+  if (g_signals.fetch_add(1) >= 1) _exit(128 + sig);
+  const char c = static_cast<char>(sig);
+  (void)!write(g_signal_pipe[1], &c, 1);
+}
+
+// Serves until the first SIGINT/SIGTERM, then drains for up to `drain`; a second signal
+// ends the process at once. Returns the exit code: 0 when every request got its answer.
+int ServeUntilSignalled(server::OpenAiServer& srv, std::chrono::milliseconds drain) {
+  if (pipe(g_signal_pipe) != 0) return Fail(absl::InternalError("pipe() failed"));
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::atomic<bool> clean{true};
+  std::thread watcher([&] {
+    char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;  // the server stopped on its own
+    std::fprintf(stderr,
+                 "signal %d: shutting down (up to %.1f s for requests in flight; "
+                 "a second signal stops at once)\n",
+                 sig, drain.count() / 1000.0);
+    clean = srv.Shutdown(drain);
+    srv.Stop();
+  });
+  srv.Listen();
+  // Listen returns after the watcher's Stop(); should it return on its own, wake the watcher.
+  const char zero = 0;
+  if (g_signals.load() == 0) (void)!write(g_signal_pipe[1], &zero, 1);
+  watcher.join();
+  if (!clean) {
+    std::fprintf(stderr, "shutdown: some connections were closed before their answer\n");
+    return 1;
+  }
+  std::fprintf(stderr, "shutdown: done\n");
+  return 0;
+}
+
 }  // namespace
 
 int ServeMain(int argc, char** argv) {
@@ -26,6 +102,7 @@ int ServeMain(int argc, char** argv) {
   server::ServerOptions so;
   int max_waiting = 64;
   std::string max_body = "1MiB", chat_template;
+  double request_timeout = 30, keep_alive = 5, shutdown_timeout = 30;
   Args a("serve",
          "pagedinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] "
          "[--max-waiting N] [--max-body BYTES] [engine options]",
@@ -41,7 +118,24 @@ int ServeMain(int argc, char** argv) {
   a.Add("--max-waiting", &max_waiting,
         "requests queued beyond the running ones; more are refused with 503 + Retry-After");
   a.Add("--max-body", &max_body, "largest request body (413 beyond it), e.g. 1MiB");
-  a.Add("--http-threads", &so.http_threads, "HTTP handler threads (requests in flight at once)");
+  a.Add("--http-threads", &so.http_threads,
+        "HTTP I/O threads (every connection is served by them; requests in flight are not "
+        "limited by threads)");
+  a.Add("--request-timeout", &request_timeout,
+        "seconds a client has to send a whole request (headers and body)");
+  a.Add("--timeout-keep-alive", &keep_alive,
+        "seconds an idle kept-alive connection stays open waiting for its next request");
+  a.Add("--max-connections", &so.limits.max_connections,
+        "open connections in all; more are refused with 503");
+  a.Add("--max-connections-per-client", &so.limits.max_connections_per_client,
+        "open connections per client IP address; more are refused with 503 (raise it behind "
+        "a reverse proxy)");
+  a.Add("--shutdown-timeout", &shutdown_timeout,
+        "seconds SIGTERM/SIGINT waits for requests in flight before ending them (streams get "
+        "an error event, others a 503)");
+  a.AddSwitch("--parse-special", &so.special_in_content,
+              "also turn special-token text inside chat messages (</s>, <|im_end|>...) into "
+              "special tokens, as llama.cpp does; off: only the template's text can");
   a.Add("-a,--alias,--model-id", &so.model_id,
         "model name in /v1/models and in responses (default: the file's name)");
   RegisterChatTemplateFlag(a, &chat_template);
@@ -53,10 +147,23 @@ int ServeMain(int argc, char** argv) {
   if (so.port < 0 || so.port > 65535) {
     return Fail(absl::InvalidArgumentError("--port must be 0..65535"));
   }
-  if (so.http_threads < 2) return Fail(absl::InvalidArgumentError("--http-threads must be >= 2"));
+  if (so.http_threads < 1) return Fail(absl::InvalidArgumentError("--http-threads must be >= 1"));
+  for (double t : {request_timeout, keep_alive, shutdown_timeout}) {
+    if (!(t > 0) || t > 86400) {
+      return Fail(absl::InvalidArgumentError(
+          "--request-timeout, --timeout-keep-alive and --shutdown-timeout take seconds > 0"));
+    }
+  }
+  if (so.limits.max_connections < 1 || so.limits.max_connections_per_client < 1) {
+    return Fail(absl::InvalidArgumentError(
+        "--max-connections and --max-connections-per-client must be >= 1"));
+  }
+  so.limits.request_timeout = Ms(request_timeout);
+  so.limits.keep_alive_timeout = Ms(keep_alive);
   auto body_bytes = ParseBytes(max_body);
   if (!body_bytes.ok()) return Fail(body_bytes.status());
-  so.max_body = static_cast<size_t>(*body_bytes);
+  so.limits.max_body = static_cast<size_t>(*body_bytes);
+  if (absl::Status s = FitDescriptors(&so); !s.ok()) return Fail(s);
   if (so.model_id.empty()) so.model_id = BaseName(ef.model);
   auto config = ef.ToConfig();
   if (!config.ok()) return Fail(config.status());
@@ -68,15 +175,8 @@ int ServeMain(int argc, char** argv) {
   if (!tmpl.ok()) return Fail(tmpl.status(), 2);
   so.chat_template = tmpl->tmpl;
 
-  // SIGINT / SIGTERM end the server from a thread of their own (httplib's stop() is not
-  // async-signal-safe); a client that vanishes mid-write must not kill the process.
+  // A client that vanishes mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
   server::OpenAiServer srv(*loaded->engine, so);
   std::fprintf(stderr, "chat template: %s (%s)\n", server::ChatTemplateName(srv.chat_template()),
                tmpl->source.c_str());
@@ -84,17 +184,7 @@ int ServeMain(int argc, char** argv) {
   if (!port.ok()) return Fail(port.status());
   std::fprintf(stderr, "serving %s on http://%s:%d (OpenAI API under /v1; /health, /metrics)\n",
                so.model_id.c_str(), so.host.c_str(), *port);
-  std::thread stopper([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig != 0) std::fprintf(stderr, "signal %d: stopping\n", sig);
-    srv.Stop();
-  });
-  srv.Listen();
-  // Listen also returns on its own (socket error): wake the signal thread to end it.
-  pthread_kill(stopper.native_handle(), SIGTERM);
-  stopper.join();
-  return 0;
+  return ServeUntilSignalled(srv, Ms(shutdown_timeout));
 }
 
 }  // namespace pinfer::cli

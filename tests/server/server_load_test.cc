@@ -3,33 +3,29 @@
 // greedy answer it gets alone, or a clear 503; cancelled streams free their blocks.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <mutex>
 #include <thread>
 
-#include "engine/model/model.h"
 #include "nlohmann/json.hpp"
 #include "server/openai_server.h"
+#include "tests/server/http_client.h"
+#include "tests/server/server_fixture.h"
 #include "tests/testing/test_models.h"
 
 namespace pinfer::server {
 namespace {
 
 using json = nlohmann::json;
+using pinfer::testing::HttpClient;
 
-class ServerLoadTest : public ::testing::Test {
+class ServerLoadTest : public testing::ServerFixture {
  protected:
   void Start(const std::string& path) {
-    std::signal(SIGPIPE, SIG_IGN);
-    auto model = Model::Load(path);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = std::move(*model);
     EngineConfig c;
     c.max_model_len = 128;
     c.max_num_seqs = 8;
@@ -38,55 +34,8 @@ class ServerLoadTest : public ::testing::Test {
     // 24 blocks of 16 tokens: two max_model_len sequences, far fewer than 8 running ones
     // could grow into; with no admission headroom decoding preempts.
     c.admission_headroom = 0;
-    EngineConfig probe_config = c;
-    probe_config.kv_cache_memory = 64 << 20;
-    auto probe = Engine::Create(*model_, probe_config, nullptr, /*quiet=*/true);
-    ASSERT_TRUE(probe.ok()) << probe.status();
-    c.kv_cache_memory = (*probe)->KvReport().bytes_per_token * 16 * 24;
-    auto engine = Engine::Create(*model_, c, nullptr, true);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-    ServerOptions so;
-    so.port = 0;
-    so.model_id = "stories260K";
-    so.http_threads = 48;
-    server_ = std::make_unique<OpenAiServer>(*engine_, so);
-    auto port = server_->Bind();
-    ASSERT_TRUE(port.ok()) << port.status();
-    port_ = *port;
-    listener_ = std::thread([this] { server_->Listen(); });
+    ServerFixture::Start(path, c, ServerOptions{}, /*pool_blocks=*/24);
   }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    if (listener_.joinable()) listener_.join();
-    server_.reset();
-  }
-
-  httplib::Client Client() {
-    httplib::Client cli("127.0.0.1", port_);
-    cli.set_read_timeout(60, 0);
-    return cli;
-  }
-  int64_t Metric(const std::string& name) {
-    auto res = Client().Get("/metrics");
-    if (!res || res->status != 200) return -1;
-    const std::string key = "\npagedinfer_" + name + " ";
-    const size_t at = res->body.find(key);
-    return at == std::string::npos ? -1 : std::stoll(res->body.substr(at + key.size()));
-  }
-  bool WaitForNoBlocksUsed() {
-    for (int i = 0; i < 100; ++i) {
-      if (Metric("kv_blocks_used") == 0 && Metric("requests_running") == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<OpenAiServer> server_;
-  std::thread listener_;
-  int port_ = 0;
 };
 
 json Body(const std::string& prompt, int max_tokens) {
@@ -100,9 +49,9 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
                                             "One day, a little", "The sun was", "Tom had a"};
   std::vector<std::string> alone;
   for (const std::string& p : prompts) {  // each prompt run alone first
-    auto res = Client().Post("/v1/completions", Body(p, 48).dump(), "application/json");
-    ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no response");
-    alone.push_back(json::parse(res->body)["choices"][0]["text"].get<std::string>());
+    auto res = HttpClient(port_).Post("/v1/completions", Body(p, 48).dump());
+    ASSERT_EQ(res.status, 200) << res.body << res.error;
+    alone.push_back(json::parse(res.body)["choices"][0]["text"].get<std::string>());
   }
   constexpr int kRequests = 200, kInFlight = 32;
   std::atomic<int> next{0}, ok{0}, busy{0}, wrong{0};
@@ -111,12 +60,12 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
   const auto t0 = std::chrono::steady_clock::now();
   for (int c = 0; c < kInFlight; ++c) {
     clients.emplace_back([&] {
-      httplib::Client cli = Client();
+      HttpClient cli(port_);
       for (int i = next++; i < kRequests; i = next++) {
         const size_t k = static_cast<size_t>(i) % prompts.size();
-        auto res = cli.Post("/v1/completions", Body(prompts[k], 48).dump(), "application/json");
-        if (res && res->status == 200) {
-          const json j = json::parse(res->body);
+        auto res = cli.Post("/v1/completions", Body(prompts[k], 48).dump());
+        if (res.status == 200) {
+          const json j = json::parse(res.body);
           const bool same =
               j["choices"][0]["text"] == alone[k] && !j["choices"][0]["finish_reason"].is_null();
           (same ? ok : wrong)++;
@@ -125,14 +74,14 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
             std::printf("request %d (prompt %zu): got %s\n  want %s\n", i, k,
                         j["choices"][0].dump().c_str(), alone[k].c_str());
           }
-        } else if (res && res->status == 503 && res->has_header("Retry-After") &&
-                   json::parse(res->body)["error"]["message"].is_string()) {
+        } else if (res.status == 503 && !res.Header("retry-after").empty() &&
+                   json::parse(res.body)["error"]["message"].is_string()) {
           busy++;
         } else {
           wrong++;
           std::lock_guard<std::mutex> lock(report_mu);
-          std::printf("request %d: status %d body %s\n", i, res ? res->status : -1,
-                      res ? res->body.c_str() : "(no response)");
+          std::printf("request %d: status %d body %s %s\n", i, res.status, res.body.c_str(),
+                      res.error.c_str());
         }
       }
     });
@@ -146,8 +95,7 @@ TEST_F(ServerLoadTest, TwoHundredRequestsThirtyTwoInFlightGetTheirAloneAnswerOr5
   EXPECT_GT(ok.load(), 0);
   EXPECT_GT(busy.load(), 0) << "32 in flight against 8 running + 4 waiting should see 503s";
   EXPECT_LT(secs, 120.0);
-  auto health = Client().Get("/health");
-  ASSERT_TRUE(health && health->status == 200);
+  EXPECT_EQ(HttpClient(port_).Get("/health").status, 200);
   EXPECT_TRUE(WaitForNoBlocksUsed());
   EXPECT_EQ(Metric("kv_blocks_used"), 0);
 }
@@ -195,35 +143,29 @@ TEST_F(ServerLoadTest, ClientsThatHangUpMidStreamAreCancelledAndFreeTheirBlocks)
   std::printf("%ld of 6 streams cancelled before they ended\n",
               (long)Metric("requests_cancelled_total"));
   // The server still answers.
-  auto res = Client().Post("/v1/completions", Body("The cat", 8).dump(), "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(HttpClient(port_).Post("/v1/completions", Body("The cat", 8).dump()).status, 200);
 }
 
 TEST_F(ServerLoadTest, ErrorsUseOpenAiShapes) {
   PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
   Start(path);
-  auto res = Client().Post("/v1/completions", "{oops", "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 400);
-  EXPECT_TRUE(json::parse(res->body)["error"].contains("param"));
-  res = Client().Post("/v1/completions", Body("Hi", 1000).dump(), "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 400);
-  EXPECT_EQ(json::parse(res->body)["error"]["param"], "max_tokens");
+  HttpClient c(port_);
+  auto res = c.Post("/v1/completions", "{oops");
+  EXPECT_EQ(res.status, 400);
+  EXPECT_TRUE(json::parse(res.body)["error"].contains("param"));
+  res = c.Post("/v1/completions", Body("Hi", 1000).dump());
+  EXPECT_EQ(res.status, 400);
+  EXPECT_EQ(json::parse(res.body)["error"]["param"], "max_tokens");
   // A body over --max-body (1 MiB by default) is refused before it is parsed.
-  res = Client().Post("/v1/completions", Body(std::string(2 << 20, 'a'), 8).dump(),
-                      "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 413);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], "request_too_large");
-  res = Client().Post("/v1/nothing", "{}", "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 404);
-  EXPECT_EQ(json::parse(res->body)["error"]["code"], "not_found");
-  res = Client().Get("/v1/memory");
-  ASSERT_TRUE(res && res->status == 200);
-  const json mem = json::parse(res->body);
+  res = HttpClient(port_).Post("/v1/completions", Body(std::string(2 << 20, 'a'), 8).dump());
+  EXPECT_EQ(res.status, 413);
+  EXPECT_EQ(json::parse(res.body)["error"]["code"], "request_too_large");
+  res = c.Post("/v1/nothing", "{}");
+  EXPECT_EQ(res.status, 404);
+  EXPECT_EQ(json::parse(res.body)["error"]["code"], "not_found");
+  res = c.Get("/v1/memory");
+  ASSERT_EQ(res.status, 200);
+  const json mem = json::parse(res.body);
   EXPECT_TRUE(mem.contains("ledger") && mem.contains("kv"));
 }
 

@@ -1,0 +1,77 @@
+// An in-process OpenAiServer over stories260K on a loopback port, for the server's load and
+// reliability tests. Include "server/openai_server.h" in the test too (libraries_for).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/model/model.h"
+#include "server/openai_server.h"
+#include "tests/server/http_client.h"
+
+namespace pinfer::server::testing {
+
+class ServerFixture : public ::testing::Test {
+ protected:
+  // pool_blocks > 0: a KV pool of that many blocks (block_size tokens each), else 64 MiB.
+  void Start(const std::string& path, EngineConfig c, ServerOptions so, int pool_blocks = 0) {
+    std::signal(SIGPIPE, SIG_IGN);
+    auto model = Model::Load(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::move(*model);
+    c.kv_cache_memory = 64 << 20;
+    if (pool_blocks > 0) {
+      auto probe = Engine::Create(*model_, c, nullptr, /*quiet=*/true);
+      ASSERT_TRUE(probe.ok()) << probe.status();
+      c.kv_cache_memory = (*probe)->KvReport().bytes_per_token * c.block_size * pool_blocks;
+    }
+    auto engine = Engine::Create(*model_, c, nullptr, true);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = std::move(*engine);
+    so.port = 0;
+    if (so.model_id.empty()) so.model_id = "stories260K";
+    server_ = std::make_unique<OpenAiServer>(*engine_, so);
+    auto port = server_->Bind();
+    ASSERT_TRUE(port.ok()) << port.status();
+    port_ = *port;
+    listener_ = std::thread([this] { server_->Listen(); });
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (listener_.joinable()) listener_.join();
+    server_.reset();
+  }
+
+  // A pagedinfer_* figure from /metrics, -1 if absent.
+  int64_t Metric(const std::string& name) {
+    auto res = pinfer::testing::HttpClient(port_).Get("/metrics");
+    if (res.status != 200) return -1;
+    const std::string key = "\npagedinfer_" + name + " ";
+    const size_t at = res.body.find(key);
+    return at == std::string::npos ? -1 : std::stoll(res.body.substr(at + key.size()));
+  }
+  // Until no request is in flight (every answer written) and the engine holds no blocks and
+  // runs or queues nothing.
+  bool WaitForNoBlocksUsed(int timeout_ms = 10'000) {
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+      if (server_->http_stats().in_flight == 0 && Metric("kv_blocks_used") == 0 &&
+          Metric("requests_running") == 0 && Metric("requests_waiting") == 0) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<OpenAiServer> server_;
+  std::thread listener_;
+  int port_ = 0;
+};
+
+}  // namespace pinfer::server::testing
