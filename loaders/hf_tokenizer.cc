@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "loaders/absl_compat.h"
+#include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
 
 namespace pinfer {
@@ -50,13 +51,22 @@ absl::StatusOr<std::string> PreFromRegex(const std::string& re) {
 
 absl::StatusOr<TokenizerSpec> SpecFromJson(const std::string& tokenizer_json,
                                            const std::string& tokenizer_config_json_or_empty) {
-  const json j = json::parse(tokenizer_json, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Bad("not valid JSON");
+  // Size and nesting bounded before anything is built (json_strict.h), so the walks below
+  // (ForEach's recursion, dump()) stay shallow whatever the file holds.
+  absl::StatusOr<json> parsed = ParseJson(tokenizer_json, "tokenizer.json", kTokenizerJsonLimits);
+  if (!parsed.ok()) return parsed.status();
+  const json j = std::move(*parsed);
+  if (!j.is_object()) return Bad("not a JSON object");
   json cfg = json::object();
   if (!tokenizer_config_json_or_empty.empty()) {
-    cfg = json::parse(tokenizer_config_json_or_empty, nullptr, false);
-    if (cfg.is_discarded() || !cfg.is_object()) {
-      return absl::InvalidArgumentError("tokenizer_config.json: not valid JSON");
+    JsonLimits cfg_limits = kConfigJsonLimits;
+    cfg_limits.refuse_duplicate_keys = false;
+    absl::StatusOr<json> c =
+        ParseJson(tokenizer_config_json_or_empty, "tokenizer_config.json", cfg_limits);
+    if (!c.ok()) return c.status();
+    cfg = std::move(*c);
+    if (!cfg.is_object()) {
+      return absl::InvalidArgumentError("tokenizer_config.json: not a JSON object");
     }
   }
   if (!j.contains("model") || !j["model"].is_object()) return Bad("no \"model\" object");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
 
 namespace pinfer::server {
@@ -299,6 +300,11 @@ ApiError ErrorFromStatus(const absl::Status& s) {
 }
 
 std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedRequest* out) {
+  // Nesting is bounded before anything is built (no walk of the body can then go deep);
+  // the size is bounded by the HTTP layer's --max-body.
+  if (absl::Status s = CheckJsonLimits(body, "the request body", kRequestJsonLimits); !s.ok()) {
+    return Bad("", std::string(s.message()));
+  }
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j.is_object()) return Bad("", "the request body must be a JSON object");

@@ -89,9 +89,12 @@ absl::Status ParseRopeScaling(const json& r, std::string_view source, ModelConfi
 }  // namespace
 
 absl::StatusOr<HfConfig> ParseHfConfig(std::string_view json_text, std::string_view source) {
-  absl::StatusOr<json> doc = ParseJsonStrict(json_text, source);
+  absl::StatusOr<json> doc = ParseJson(json_text, source, kConfigJsonLimits);
   if (!doc.ok()) return doc.status();
-  const json& j = *doc;
+  return HfConfigFromJson(*doc, source);
+}
+
+absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, std::string_view source) {
   if (!j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": not a JSON object"));
   }
@@ -155,9 +158,11 @@ absl::StatusOr<HfConfig> ParseHfConfig(std::string_view json_text, std::string_v
 absl::StatusOr<HfConfig> LoadHfConfig(const std::string& folder) {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(folder) / "config.json").string();
-  absl::StatusOr<json> j = ReadJsonFile(path);
+  // Parsed once, with the size and nesting limits (a config.json nested 100,000 deep used to
+  // overflow the stack in a dump() here).
+  absl::StatusOr<json> j = ReadJsonFile(path, kConfigJsonLimits);
   if (!j.ok()) return j.status();
-  absl::StatusOr<HfConfig> c = ParseHfConfig(j->dump(), path);
+  absl::StatusOr<HfConfig> c = HfConfigFromJson(*j, path);
   if (!c.ok()) return c.status();
   c->model.name = fs::path(folder).lexically_normal().filename().string();
   if (c->model.name.empty()) c->model.name = fs::path(folder).parent_path().filename().string();

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
 #include "loaders/quant_config.h"
+#include "nlohmann/json.hpp"
 
 namespace pinfer {
 
@@ -23,7 +24,10 @@ struct HfConfig {
 // num_key_value_heads = heads, head_dim = hidden / heads, rope_theta 10000, rms_norm_eps 1e-6,
 // tie_word_embeddings false, max_position_embeddings 0 (unknown). Unknown architectures are
 // refused naming them.
+// The text is parsed with kConfigJsonLimits (json_strict.h).
 absl::StatusOr<HfConfig> ParseHfConfig(std::string_view json_text, std::string_view source);
+// The same from an already parsed document (one parsed with those limits).
+absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, std::string_view source);
 
 // Reads <folder>/config.json (name = the folder's name) and, when config.json has no
 // quantization_config, quantize_config.json / quant_config.json (see LoadQuantConfig).

@@ -22,7 +22,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
+// The whole file, refused before reading when it is larger than max_bytes.
+absl::StatusOr<std::string> ReadText(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", size, " bytes; at most ", max_bytes, " are accepted"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::ostringstream s;
@@ -244,12 +251,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfTokenizer(const std::string& fo
                      "tokenizer.model alone is not supported: save the tokenizer with transformers "
                      "to write tokenizer.json)"));
   }
-  absl::StatusOr<std::string> text = ReadText(tj);
+  absl::StatusOr<std::string> text = ReadText(tj, kTokenizerJsonLimits.max_bytes);
   if (!text.ok()) return text.status();
   std::string cfg;
   const std::string tc = (fs::path(folder) / "tokenizer_config.json").string();
   if (fs::exists(tc, ec)) {
-    absl::StatusOr<std::string> t = ReadText(tc);
+    absl::StatusOr<std::string> t = ReadText(tc, kConfigJsonLimits.max_bytes);
     if (!t.ok()) return t.status();
     cfg = std::move(*t);
   }

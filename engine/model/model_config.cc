@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "loaders/gguf.h"
 
@@ -24,7 +26,13 @@ absl::Status ModelConfig::Validate() const {
   }
   if (head_dim % 2 != 0)
     return bad(absl::StrCat("head dim ", head_dim, " is odd; RoPE needs pairs"));
-  if (!(rms_eps > 0) || !(rope_theta > 0)) return bad("rms_eps and rope_theta must be positive");
+  if (!(rms_eps > 0) || !std::isfinite(rms_eps) || rms_eps >= 1) {
+    return bad(absl::StrCat("RMS norm epsilon ", rms_eps,
+                            " must be a small positive number (models use 1e-6 to 1e-5)"));
+  }
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) {
+    return bad(absl::StrCat("RoPE base (theta) ", rope_theta, " must be positive and finite"));
+  }
   if (!(rope_freq_scale > 0) || !std::isfinite(rope_freq_scale)) {
     return bad(absl::StrCat("RoPE frequency scale ", rope_freq_scale, " must be positive"));
   }
@@ -130,6 +138,49 @@ absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfi
   return absl::OkStatus();
 }
 
+// The header's sizes against what the file holds: block_count against the blk.N tensors
+// (every layer 0..block_count-1 present, none beyond), and the RoPE and value head sizes
+// against head_dim (the engine rotates whole heads and keeps K and V the same width).
+absl::Status CheckAgainstTensors(const GgufFile& f, const std::string& p, const ModelConfig& c) {
+  std::set<int64_t> layers;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    if (t.name.rfind("blk.", 0) != 0) continue;
+    const size_t dot = t.name.find('.', 4);
+    int64_t n = 0;
+    if (dot != std::string::npos && absl::SimpleAtoi(t.name.substr(4, dot - 4), &n) && n >= 0) {
+      layers.insert(n);
+    }
+  }
+  if (!layers.empty() &&
+      (static_cast<int64_t>(layers.size()) != c.n_layers || *layers.rbegin() != c.n_layers - 1)) {
+    std::string missing;
+    for (int64_t i = 0, shown = 0; i <= *layers.rbegin() && shown < 8; ++i) {
+      if (!layers.count(i)) absl::StrAppend(&missing, shown++ ? ", " : "", i);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GGUF key ", p, "block_count = ", c.n_layers, ", but the file's tensors describe layers ",
+        *layers.begin(), " to ", *layers.rbegin(),
+        missing.empty() ? "" : absl::StrCat(" (none for layer ", missing, ")"),
+        "; the header and the tensors disagree (a damaged or hand-edited file)"));
+  }
+  for (const char* key : {"rope.dimension_count", "attention.value_length"}) {
+    auto v = f.GetInt(p + key);
+    if (!v.ok()) {
+      if (absl::IsNotFound(v.status())) continue;
+      return v.status();
+    }
+    if (*v != c.head_dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF key ", p, key, " = ", *v, " does not match the head dim ", c.head_dim,
+                       std::string_view(key) == "rope.dimension_count"
+                           ? (*v < c.head_dim ? " (RoPE over part of each head is not supported)"
+                                              : " (RoPE cannot cover more than a head)")
+                           : " (value heads must be as wide as key heads)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
@@ -184,6 +235,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   }
   c.tied_embeddings = f.FindTensor("output.weight") == nullptr;
   if (absl::Status s = c.Validate(); !s.ok()) return s;
+  if (absl::Status s = CheckAgainstTensors(f, p, c); !s.ok()) return s;
   return c;
 }
 
