@@ -126,7 +126,12 @@ class Engine {
   SequenceOutput OutputFor(const Sequence& seq) const;
   std::vector<LineUsage> LineUsages() const;
   void RecordStages(const std::vector<ScheduledChunk>& chunks);
-  absl::Status WarmUp();
+  // Engine::Create's steps after the ledger (engine_start.cc).
+  absl::Status CreateCacheAndScheduler();
+  void AnnouncePool(bool quiet);
+  void StartMemoryReport();
+  absl::Status WarmUp(bool quiet);
+  absl::Status ForwardScratchToken();
 
   const Model& model_;
   EngineConfig config_;
