@@ -28,9 +28,8 @@ std::vector<LineUsage> Engine::LineUsages() const {
 void Engine::RecordStages(const std::vector<ScheduledChunk>& chunks) {
   bool prefill = false, decode_only = true;
   for (const ScheduledChunk& c : chunks) {
-    const bool decode = c.count == 1 && c.seq->num_output() > 0;
-    prefill |= !decode;
-    decode_only &= decode;
+    prefill |= !c.is_decode();
+    decode_only &= c.is_decode();
   }
   if (prefill && !seen_prefill_) {
     seen_prefill_ = true;
@@ -176,7 +175,7 @@ void Engine::EmitText(Sequence* seq, SequenceOutput* out) {
   }
 }
 
-void Engine::Sample(Sequence* seq, float* logits, SequenceOutput* out) {
+void Engine::Sample(Sequence* seq, const float* logits, SequenceOutput* out) {
   if (logits_observer_) {
     logits_observer_(seq->request_id, seq->index, logits, model_.config().n_vocab);
   }
@@ -207,8 +206,6 @@ void Engine::Sample(Sequence* seq, float* logits, SequenceOutput* out) {
 
 void Engine::ForkChildren(Sequence* parent, const float* logits,
                           std::vector<SequenceOutput>* outs) {
-  const int n_vocab = model_.config().n_vocab;
-  std::vector<float> child_logits(static_cast<size_t>(n_vocab));
   for (int i = 1; i <= parent->fork_pending; ++i) {
     auto child = std::make_unique<Sequence>();
     child->id = next_seq_++;
@@ -238,13 +235,30 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     scheduler_->AddRunning(c);
     requests_[parent->request_id].push_back(c->id);
     seqs_[c->id] = std::move(child);
-    std::copy(logits, logits + n_vocab, child_logits.begin());
     SequenceOutput out = OutputFor(*c);
-    Sample(c, child_logits.data(), &out);
+    Sample(c, logits, &out);  // the parent's row: the sampler only reads it
     if (out.finished) Finish(c, out.reason);
     outs->push_back(std::move(out));
   }
   parent->fork_pending = 0;
+}
+
+// The step's batch: every chunk's tokens in order; rows[i] is the logits row of chunks[i]
+// (-1 when it does not sample).
+ForwardBatch Engine::BuildBatch(const std::vector<ScheduledChunk>& chunks, std::vector<int>* rows) {
+  ForwardBatch batch;
+  rows->assign(chunks.size(), -1);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const ScheduledChunk& c = chunks[i];
+    if (c.sample) (*rows)[i] = static_cast<int>(batch.logit_rows.size());
+    for (int j = 0; j < c.count; ++j) {
+      batch.Add(c.seq->tokens[c.start + j], c.start + j, c.seq->id, c.sample && j == c.count - 1);
+    }
+    if (c.seq->first_step < 0) c.seq->first_step = stats_.steps;
+    if (!c.is_decode()) stats_.prefill_tokens += c.count;
+    stats_.forwarded_tokens += c.count;
+  }
+  return batch;
 }
 
 absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
@@ -252,41 +266,27 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
   if (!chunks.ok()) return chunks.status();
   std::vector<SequenceOutput> outs;
   if (chunks->empty()) return outs;
-  ForwardBatch batch;
-  for (const ScheduledChunk& c : *chunks) {
-    for (int j = 0; j < c.count; ++j) {
-      batch.Add(c.seq->tokens[c.start + j], c.start + j, c.seq->id, c.sample && j == c.count - 1);
-    }
-    if (c.seq->first_step < 0) c.seq->first_step = stats_.steps;
-    const bool decode = c.count == 1 && c.sample && c.seq->num_output() > 0;
-    if (!decode) stats_.prefill_tokens += c.count;
-    stats_.forwarded_tokens += c.count;
-  }
+  std::vector<int> rows;
+  const ForwardBatch batch = BuildBatch(*chunks, &rows);
   if (absl::Status s = backend_->Forward(batch, *cache_, logits_.data()); !s.ok()) return s;
   RecordStages(*chunks);
   ++stats_.steps;
   stats_.max_running = std::max(stats_.max_running, scheduler_->num_running());
-  // Sampling consumes logits rows in chunk order; forks reuse the last rows of logits_, so
-  // copy each row out before anything else writes there.
-  std::vector<float> row(static_cast<size_t>(model_.config().n_vocab));
-  size_t logit_row = 0;
+  const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   std::vector<Sequence*> finished;
-  for (const ScheduledChunk& c : *chunks) {
+  for (size_t i = 0; i < chunks->size(); ++i) {
+    const ScheduledChunk& c = (*chunks)[i];
     Sequence* seq = c.seq;
     seq->n_computed = c.start + c.count;
     cache_->MarkComputed(seq->id, seq->n_computed);
     if (!c.sample) continue;
-    std::copy_n(logits_.begin() + (ptrdiff_t)(logit_row++ * row.size()), row.size(), row.begin());
+    const float* row = logits_.data() + static_cast<size_t>(rows[i]) * n_vocab;
     SequenceOutput out = OutputFor(*seq);
     const bool first = seq->num_output() == 0;
-    Sample(seq, row.data(), &out);
+    Sample(seq, row, &out);
     const bool done = out.finished;
     outs.push_back(std::move(out));
-    if (first && seq->fork_pending > 0) {
-      std::copy_n(logits_.begin() + (ptrdiff_t)((logit_row - 1) * row.size()), row.size(),
-                  row.begin());
-      ForkChildren(seq, row.data(), &outs);
-    }
+    if (first && seq->fork_pending > 0) ForkChildren(seq, row, &outs);
     if (done) finished.push_back(seq);
   }
   for (Sequence* seq : finished) Finish(seq, seq->finish);

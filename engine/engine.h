@@ -119,13 +119,15 @@ class Engine {
 
  private:
   Engine(const Model& model, EngineConfig config);
-  void Sample(Sequence* seq, float* logits, SequenceOutput* out);
+  // logits: the sequence's row of logits_, [n_vocab], read only (forks reuse it).
+  void Sample(Sequence* seq, const float* logits, SequenceOutput* out);
   void ForkChildren(Sequence* parent, const float* logits, std::vector<SequenceOutput>* outs);
   void EmitText(Sequence* seq, SequenceOutput* out);
   void Finish(Sequence* seq, FinishReason reason);
   SequenceOutput OutputFor(const Sequence& seq) const;
   std::vector<LineUsage> LineUsages() const;
   void RecordStages(const std::vector<ScheduledChunk>& chunks);
+  ForwardBatch BuildBatch(const std::vector<ScheduledChunk>& chunks, std::vector<int>* rows);
   // Engine::Create's steps after the ledger (engine_start.cc).
   absl::Status CreateCacheAndScheduler();
   void AnnouncePool(bool quiet);

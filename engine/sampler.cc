@@ -25,19 +25,24 @@ absl::Status SamplingParams::Validate() const {
 
 Sampler::Sampler(const SamplingParams& params) : p_(params), rng_(params.seed) {}
 
-int32_t Sampler::Sample(float* logits, int n_vocab, std::span<const int32_t> history) {
-  if (p_.repetition_penalty != 1.0f) {
-    const size_t from =
-        history.size() > (size_t)p_.repeat_last_n ? history.size() - (size_t)p_.repeat_last_n : 0;
-    std::vector<int32_t> seen(history.begin() + (ptrdiff_t)from, history.end());
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t t : seen) {
-      if (t < 0 || t >= n_vocab) continue;
-      logits[t] =
-          logits[t] > 0 ? logits[t] / p_.repetition_penalty : logits[t] * p_.repetition_penalty;
-    }
+const float* Sampler::Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history) {
+  if (p_.repetition_penalty == 1.0f) return logits;
+  adjusted_.assign(logits, logits + n_vocab);
+  const size_t from =
+      history.size() > (size_t)p_.repeat_last_n ? history.size() - (size_t)p_.repeat_last_n : 0;
+  std::vector<int32_t> seen(history.begin() + (ptrdiff_t)from, history.end());
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  for (int32_t t : seen) {
+    if (t < 0 || t >= n_vocab) continue;
+    float& l = adjusted_[static_cast<size_t>(t)];
+    l = l > 0 ? l / p_.repetition_penalty : l * p_.repetition_penalty;
   }
+  return adjusted_.data();
+}
+
+int32_t Sampler::Sample(const float* raw, int n_vocab, std::span<const int32_t> history) {
+  const float* logits = Adjusted(raw, n_vocab, history);
   if (p_.temperature <= 0) {
     return static_cast<int32_t>(std::max_element(logits, logits + n_vocab) - logits);
   }

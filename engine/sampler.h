@@ -31,13 +31,20 @@ struct SamplingParams {
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
-  // logits: [n_vocab], modified in place. history: tokens so far (prompt and output).
-  int32_t Sample(float* logits, int n_vocab, std::span<const int32_t> history);
+  // logits: [n_vocab] raw scores, read only (the caller's row stays as the model wrote it, so
+  // forks of one sequence sample from the same row). history: tokens so far (prompt and
+  // output), for the repetition penalty. Returns a token id in [0, n_vocab).
+  int32_t Sample(const float* logits, int n_vocab, std::span<const int32_t> history);
 
  private:
+  // The scores the filters see: `logits` itself, or (with a repetition penalty) the
+  // sampler's own penalised copy of it in adjusted_.
+  const float* Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history);
+
   SamplingParams p_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> cand_;
+  std::vector<float> adjusted_;                  // [n_vocab] when a penalty applies
+  std::vector<std::pair<float, int32_t>> cand_;  // (score, id), best first
 };
 
 }  // namespace pinfer

@@ -37,6 +37,10 @@ struct ScheduledChunk {
   int start = 0;
   int count = 0;
   bool sample = false;  // the chunk reaches the sequence's last token: sample the next one
+  // A decode: one generated token computed, the next sampled. Every other chunk is prefill
+  // (a prompt, or a recompute after preemption). Fixed when scheduled: sampling later in the
+  // step does not change it.
+  bool is_decode() const { return count == 1 && sample && start >= seq->prompt_len; }
 };
 
 class Scheduler {
