@@ -89,7 +89,6 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
   seq->params = req.params;
   seq->sampler = std::make_unique<Sampler>(req.params);
   seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
-  seq->arrival = rid;
   requests_[rid].push_back(seq->id);
   scheduler_->Enqueue(seq.get());
   seqs_[seq->id] = std::move(seq);
@@ -220,7 +219,6 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->params.seed = parent->params.seed + static_cast<uint64_t>(i);
     child->sampler = std::make_unique<Sampler>(child->params);
     child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
-    child->arrival = parent->arrival;
     child->first_step = parent->first_step;
     if (!cache_->Fork(parent->id, child->id).ok()) {
       // Seats were reserved at admission, so this should not happen; if it does, the

@@ -23,10 +23,7 @@ const char* FinishReasonName(FinishReason r) {
 
 void Scheduler::Enqueue(Sequence* seq) { waiting_.push_back(seq); }
 
-void Scheduler::AddRunning(Sequence* seq) {
-  seq->admitted_at = admissions_++;
-  running_.push_back(seq);
-}
+void Scheduler::AddRunning(Sequence* seq) { running_.push_back(seq); }
 
 void Scheduler::Remove(Sequence* seq) {
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
@@ -38,8 +35,6 @@ void Scheduler::Preempt(Sequence* seq) {
   running_.erase(std::remove(running_.begin(), running_.end(), seq), running_.end());
   cache_.Free(seq->id);
   seq->n_computed = 0;
-  seq->admitted_at = -1;
-  ++seq->preemptions;
   ++preemptions_;
   waiting_.push_front(seq);
 }
@@ -98,7 +93,6 @@ absl::StatusOr<bool> Scheduler::AdmitHead(int budget, std::vector<ScheduledChunk
     return false;
   }
   waiting_.pop_front();
-  seq->admitted_at = admissions_++;
   running_.push_back(seq);
   auto chunk = Reserve(seq, count);
   if (!chunk.ok()) return chunk.status();

@@ -78,8 +78,9 @@ class Scheduler {
   SchedulerConfig config_;
   KvCache& cache_;
   std::deque<Sequence*> waiting_;
-  std::vector<Sequence*> running_;  // admission order
-  int64_t admissions_ = 0;
+  // Admission order (forks join at the back): the one record of it. MakeRoom preempts from
+  // the back, the most recently admitted first.
+  std::vector<Sequence*> running_;
   int64_t preemptions_ = 0;
   bool kv_blocked_ = false;
 };

@@ -31,9 +31,6 @@ struct Sequence {
   std::string text;    // decoded output so far
   size_t emitted = 0;  // bytes of text already handed out
   FinishReason finish = FinishReason::kNone;
-  int64_t arrival = 0;       // submission order
-  int64_t admitted_at = -1;  // admission order (preemption picks the largest)
-  int preemptions = 0;
   int64_t first_step = -1;  // engine step (0-based) that first ran a chunk of it: admission
 
   int num_output() const { return static_cast<int>(tokens.size()) - prompt_len; }
