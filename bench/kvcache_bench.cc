@@ -28,11 +28,10 @@ std::unique_ptr<KvCache> AccountingCache(int num_blocks) {
 // One block taken and returned: Append of a block's worth of tokens, then Free.
 void BM_AllocateFree(benchmark::State& state) {
   auto cache = AccountingCache(4096);
-  const std::vector<int32_t> tokens(16, 1);
   SeqId id = 0;
   for (auto _ : state) {
     (void)cache->AddSequence(id);
-    (void)cache->Append(id, tokens);
+    (void)cache->Append(id, 16);
     cache->Free(id);
     ++id;
   }
@@ -43,7 +42,6 @@ BENCHMARK(BM_AllocateFree);
 // Decode-style growth: one token per Append (a new block every 16 tokens).
 void BM_AppendOneToken(benchmark::State& state) {
   auto cache = AccountingCache(4096);
-  const int32_t token = 1;
   SeqId id = 0;
   (void)cache->AddSequence(id);
   for (auto _ : state) {
@@ -53,7 +51,7 @@ void BM_AppendOneToken(benchmark::State& state) {
       (void)cache->AddSequence(++id);
       state.ResumeTiming();
     }
-    (void)cache->Append(id, std::span(&token, 1));
+    (void)cache->Append(id, 1);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -63,12 +61,11 @@ BENCHMARK(BM_AppendOneToken);
 void BM_ForkAppendFree(benchmark::State& state) {
   auto cache = AccountingCache(4096);
   (void)cache->AddSequence(0);
-  (void)cache->Append(0, std::vector<int32_t>(1000, 1));
-  const int32_t token = 2;
+  (void)cache->Append(0, 1000);
   SeqId id = 1;
   for (auto _ : state) {
     (void)cache->Fork(0, id);
-    (void)cache->Append(id, std::span(&token, 1));
+    (void)cache->Append(id, 1);
     cache->Free(id);
     ++id;
   }
@@ -82,8 +79,8 @@ void BM_PrefixHit(benchmark::State& state) {
   std::vector<int32_t> prompt(512);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i * 7 % 32000);
   (void)cache->AddSequence(0);
-  (void)cache->Append(0, prompt);
-  cache->MarkComputed(0, 512);
+  (void)cache->Append(0, 512);
+  cache->MarkComputed(0, prompt);
   cache->Free(0);
   SeqId id = 1;
   int matched = 0;
@@ -114,7 +111,7 @@ void BM_Attend(benchmark::State& state) {
   c.num_blocks = layout == KvLayout::kPaged ? 4096 / 16 : 1;
   auto cache = *KvCache::Create(c);
   (void)cache->AddSequence(1);
-  (void)cache->Append(1, std::vector<int32_t>(static_cast<size_t>(n_ctx), 1));
+  (void)cache->Append(1, n_ctx);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist;
   std::vector<float> row(8 * 128);

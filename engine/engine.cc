@@ -213,14 +213,12 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     // The prompt only: the parent has already appended its own first sampled token.
     child->tokens.assign(parent->tokens.begin(), parent->tokens.begin() + parent->n_computed);
     child->prompt_len = parent->prompt_len;
-    child->n_computed = parent->n_computed;
-    child->n_cached_prompt = parent->n_cached_prompt;
     child->params = parent->params;
     child->params.seed = parent->params.seed + static_cast<uint64_t>(i);
     child->sampler = std::make_unique<Sampler>(child->params);
     child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
     child->first_step = parent->first_step;
-    if (!cache_->Fork(parent->id, child->id).ok()) {
+    if (!scheduler_->Fork(parent, child.get()).ok()) {
       // Seats were reserved at admission, so this should not happen; if it does, the
       // completion ends at once (cancelled) rather than leaving its request waiting forever.
       SequenceOutput out = OutputFor(*child);
@@ -230,7 +228,6 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
       continue;
     }
     Sequence* c = child.get();
-    scheduler_->AddRunning(c);
     requests_[parent->request_id].push_back(c->id);
     seqs_[c->id] = std::move(child);
     SequenceOutput out = OutputFor(*c);
@@ -270,13 +267,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
   RecordStages(*chunks);
   ++stats_.steps;
   stats_.max_running = std::max(stats_.max_running, scheduler_->num_running());
+  scheduler_->MarkComputed(*chunks);
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   std::vector<Sequence*> finished;
   for (size_t i = 0; i < chunks->size(); ++i) {
     const ScheduledChunk& c = (*chunks)[i];
     Sequence* seq = c.seq;
-    seq->n_computed = c.start + c.count;
-    cache_->MarkComputed(seq->id, seq->n_computed);
     if (!c.sample) continue;
     const float* row = logits_.data() + static_cast<size_t>(rows[i]) * n_vocab;
     SequenceOutput out = OutputFor(*seq);

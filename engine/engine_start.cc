@@ -237,8 +237,7 @@ absl::Status Engine::ForwardScratchToken() {
   const SeqId scratch = -1;
   const int32_t tok = std::max(0, model_.tokenizer().bos());
   if (absl::Status s = cache_->AddSequence(scratch); !s.ok()) return s;
-  const int32_t one[1] = {tok};
-  absl::Status s = cache_->Append(scratch, one);
+  absl::Status s = cache_->Append(scratch, 1);
   if (s.ok()) {
     ForwardBatch batch;
     batch.Add(tok, 0, scratch, true);

@@ -23,7 +23,22 @@ const char* FinishReasonName(FinishReason r) {
 
 void Scheduler::Enqueue(Sequence* seq) { waiting_.push_back(seq); }
 
-void Scheduler::AddRunning(Sequence* seq) { running_.push_back(seq); }
+absl::Status Scheduler::Fork(Sequence* parent, Sequence* child) {
+  child->n_computed = parent->n_computed;
+  child->n_cached_prompt = parent->n_cached_prompt;
+  if (absl::Status s = cache_.Fork(parent->id, child->id); !s.ok()) return s;
+  running_.push_back(child);
+  return absl::OkStatus();
+}
+
+void Scheduler::MarkComputed(const std::vector<ScheduledChunk>& chunks) {
+  for (const ScheduledChunk& c : chunks) {
+    Sequence* seq = c.seq;
+    seq->n_computed = c.start + c.count;
+    cache_.MarkComputed(
+        seq->id, std::span<const int32_t>(seq->tokens).first(static_cast<size_t>(seq->n_computed)));
+  }
+}
 
 void Scheduler::Remove(Sequence* seq) {
   waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), seq), waiting_.end());
@@ -40,11 +55,9 @@ void Scheduler::Preempt(Sequence* seq) {
 }
 
 absl::StatusOr<ScheduledChunk> Scheduler::Reserve(Sequence* seq, int count) {
-  const std::span<const int32_t> chunk(seq->tokens.data() + seq->n_computed,
-                                       static_cast<size_t>(count));
   // The caller checked BlocksNeeded against NumFreeBlocks, and the submission check keeps
   // every sequence within max_model_len, so a failure here is an internal error.
-  if (absl::Status s = cache_.Append(seq->id, chunk); !s.ok()) {
+  if (absl::Status s = cache_.Append(seq->id, count); !s.ok()) {
     return absl::InternalError(absl::StrCat("scheduler: reserving ", count,
                                             " KV slots for sequence ", seq->id,
                                             " failed: ", s.message()));

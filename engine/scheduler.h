@@ -48,11 +48,16 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, KvCache& cache) : config_(config), cache_(cache) {}
 
   void Enqueue(Sequence* seq);  // waits at the back of the queue
-  // A forked child that already shares its parent's blocks joins the running set.
-  void AddRunning(Sequence* seq);
+  // A child of a running parent (the engine set its tokens to the parent's computed ones)
+  // shares the parent's blocks and progress and joins the running set; the cache's error
+  // (max_num_seqs live) otherwise.
+  absl::Status Fork(Sequence* parent, Sequence* child);
   // Plans one step and reserves its KV slots. An error means the cache broke an invariant
   // the scheduler relies on (a bug, reported rather than ignored).
   absl::StatusOr<std::vector<ScheduledChunk>> Schedule();
+  // The step's forward pass ran: each chunk's tokens now hold K/V (n_computed advances and
+  // the cache hashes the newly full blocks for the prefix cache).
+  void MarkComputed(const std::vector<ScheduledChunk>& chunks);
   // Removes a sequence wherever it is and frees its blocks.
   void Remove(Sequence* seq);
 

@@ -1,5 +1,16 @@
 // One sequence being generated: its tokens, how many of them have K/V in the cache, and
 // why it finished. A request with n > 1 has n sequences (forks sharing the prompt's blocks).
+//
+// A sequence's progress has one owner per fact; everything else reads it:
+//   tokens       its ids, the only copy: the engine writes the prompt at submission and
+//                appends each sampled token; the KV cache keeps none and is handed them
+//                where it hashes blocks (KvCache::MatchPrefix, KvCache::MarkComputed).
+//   n_computed   how many leading tokens have K/V: only the Scheduler writes it (the
+//                prefix-cache hit at admission, Scheduler::MarkComputed after each step, 0 on
+//                preemption, the parent's on Scheduler::Fork).
+//   KV slots     KvCache::num_tokens(id): reserved by the scheduler for a step's chunks, so
+//                n_computed <= slots <= tokens.size(), equal to n_computed between steps.
+//   block hashes kept by the KV cache, derived from the ids it was handed.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +33,8 @@ struct Sequence {
   int index = 0;                // 0..n-1 within its request
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int prompt_len = 0;
-  int n_computed = 0;       // leading tokens whose K/V are in the cache
-  int n_cached_prompt = 0;  // prompt tokens taken from the prefix cache at admission
+  int n_computed = 0;       // leading tokens whose K/V are in the cache (the scheduler's)
+  int n_cached_prompt = 0;  // prompt tokens taken from the prefix cache (the scheduler's)
   int fork_pending = 0;     // children to fork once the prompt is computed (n - 1)
   SamplingParams params;
   std::unique_ptr<Sampler> sampler;

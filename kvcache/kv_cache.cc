@@ -94,7 +94,7 @@ void KvCache::Impl::DropBlock(int32_t b) {
 
 int64_t KvCache::Impl::BlocksNeeded(const Seq* s, int n) const {
   if (n <= 0) return 0;
-  const int64_t cur = s ? static_cast<int64_t>(s->tokens.size()) : 0;
+  const int64_t cur = s ? s->n_tokens : 0;
   const int64_t have = s ? static_cast<int64_t>(s->blocks.size()) : 0;
   const int64_t want = (cur + n + bs - 1) / bs;
   int64_t need = std::max<int64_t>(0, want - have);
@@ -235,7 +235,7 @@ bool KvCache::HasSequence(SeqId id) const { return impl_->Find(id) != nullptr; }
 int KvCache::MatchPrefix(SeqId id, std::span<const int32_t> prompt) {
   Impl& m = *impl_;
   Impl::Seq* s = m.Find(id);
-  if (!m.prefix || !s || !s->tokens.empty() || prompt.empty()) return 0;
+  if (!m.prefix || !s || s->n_tokens != 0 || prompt.empty()) return 0;
   const int64_t limit =
       std::min<int64_t>(static_cast<int64_t>(prompt.size()) - 1, config_.max_model_len) / m.bs;
   uint64_t parent = PrefixCache::kRootHash;
@@ -252,10 +252,10 @@ int KvCache::MatchPrefix(SeqId id, std::span<const int32_t> prompt) {
     }
     s->blocks.push_back(b);
     s->hashes.push_back(h);
-    s->tokens.insert(s->tokens.end(), chunk.begin(), chunk.end());
+    s->n_tokens += m.bs;
     parent = h;
   }
-  return static_cast<int>(s->tokens.size());
+  return static_cast<int>(s->n_tokens);
 }
 
 int64_t KvCache::BlocksNeeded(SeqId id, int n) const {
@@ -264,22 +264,26 @@ int64_t KvCache::BlocksNeeded(SeqId id, int n) const {
 
 int64_t KvCache::NumFreeBlocks() const { return impl_->NumFree(); }
 
-absl::Status KvCache::Append(SeqId id, std::span<const int32_t> tokens) {
+absl::Status KvCache::Append(SeqId id, int n) {
   Impl& m = *impl_;
   Impl::Seq* s = m.Find(id);
   if (!s) return absl::NotFoundError(absl::StrCat("no sequence ", id, "; AddSequence it first"));
-  if (tokens.empty()) return absl::OkStatus();
-  const int64_t cur = static_cast<int64_t>(s->tokens.size());
-  const int64_t total = cur + static_cast<int64_t>(tokens.size());
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot append ", n, " slots to sequence ", id, ": give 0 or more"));
+  }
+  if (n == 0) return absl::OkStatus();
+  const int64_t cur = s->n_tokens;
+  const int64_t total = cur + n;
   if (total > config_.max_model_len) {
     return absl::FailedPreconditionError(
         absl::StrCat("sequence ", id, " would grow to ", total, " tokens, past max_model_len ",
                      config_.max_model_len, "; stop it or raise max_model_len"));
   }
-  const int64_t need = m.BlocksNeeded(s, static_cast<int>(tokens.size()));
+  const int64_t need = m.BlocksNeeded(s, n);
   if (need > m.NumFree()) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("sequence ", id, " needs ", need, " more KV block(s) for ", tokens.size(),
+        absl::StrCat("sequence ", id, " needs ", need, " more KV block(s) for ", n,
                      " token(s) but only ", m.NumFree(), " of ", m.num_blocks, " blocks (", m.bs,
                      " tokens each) are free; free or preempt a sequence, or enlarge the KV pool"));
   }
@@ -291,18 +295,18 @@ absl::Status KvCache::Append(SeqId id, std::span<const int32_t> tokens) {
     s->blocks.back() = copy;
   }
   while (static_cast<int64_t>(s->blocks.size()) * m.bs < total) s->blocks.push_back(m.TakeBlock());
-  s->tokens.insert(s->tokens.end(), tokens.begin(), tokens.end());
+  s->n_tokens = total;
   return absl::OkStatus();
 }
 
-void KvCache::MarkComputed(SeqId id, int n) {
+void KvCache::MarkComputed(SeqId id, std::span<const int32_t> computed) {
   Impl& m = *impl_;
   Impl::Seq* s = m.Find(id);
   if (!m.prefix || !s) return;
-  const int64_t full = std::min<int64_t>(n, static_cast<int64_t>(s->tokens.size())) / m.bs;
+  const int64_t full = std::min<int64_t>(static_cast<int64_t>(computed.size()), s->n_tokens) / m.bs;
   for (int64_t k = static_cast<int64_t>(s->hashes.size()); k < full; ++k) {
     const uint64_t parent = k == 0 ? PrefixCache::kRootHash : s->hashes[static_cast<size_t>(k - 1)];
-    const std::span<const int32_t> chunk(s->tokens.data() + k * m.bs, static_cast<size_t>(m.bs));
+    const auto chunk = computed.subspan(static_cast<size_t>(k * m.bs), static_cast<size_t>(m.bs));
     const uint64_t h = PrefixCache::HashBlock(parent, chunk);
     m.prefix->Insert(s->blocks[static_cast<size_t>(k)], h, parent, chunk);  // no-op if present
     s->hashes.push_back(h);
@@ -341,7 +345,7 @@ void KvCache::Free(SeqId id) {
 
 int KvCache::num_tokens(SeqId id) const {
   const Impl::Seq* s = impl_->Find(id);
-  return s ? static_cast<int>(s->tokens.size()) : 0;
+  return s ? static_cast<int>(s->n_tokens) : 0;
 }
 
 std::span<const int32_t> KvCache::BlockTable(SeqId id) const {
@@ -385,11 +389,10 @@ absl::Status KvCache::CheckInvariants() const {
   const Impl& m = *impl_;
   std::vector<int32_t> refs(static_cast<size_t>(m.num_blocks), 0);
   for (const auto& [id, s] : m.seqs) {
-    const int64_t want =
-        s.tokens.empty() ? 0 : (static_cast<int64_t>(s.tokens.size()) + m.bs - 1) / m.bs;
+    const int64_t want = (s.n_tokens + m.bs - 1) / m.bs;
     if (static_cast<int64_t>(s.blocks.size()) != want) {
       return absl::InternalError(absl::StrCat("sequence ", id, " holds ", s.blocks.size(),
-                                              " blocks for ", s.tokens.size(), " tokens"));
+                                              " blocks for ", s.n_tokens, " tokens"));
     }
     for (int32_t b : s.blocks) ++refs[static_cast<size_t>(b)];
   }

@@ -76,25 +76,31 @@ class KvCache {
   // Sequences. Every error leaves the cache as it was.
   absl::Status AddSequence(SeqId id);  // AlreadyExists, or ResourceExhausted past max_num_seqs
   bool HasSequence(SeqId id) const;
-  // Before the first Append: take the cached full blocks that begin `prompt`; returns the
-  // tokens they cover (a multiple of the block size, leaving at least one prompt token to
-  // compute). 0 when prefix caching is off or nothing matches.
+  // The cache keeps no token ids: the caller owns a sequence's ids and passes them in where
+  // blocks are hashed (MatchPrefix, MarkComputed); the cache keeps slots and block hashes.
+  //
+  // Before the first Append: take the cached full blocks that begin `prompt` (the sequence's
+  // ids); returns the tokens they cover (a multiple of the block size, leaving at least one
+  // prompt token to compute), which become the sequence's first slots. 0 when prefix caching
+  // is off or nothing matches.
   int MatchPrefix(SeqId id, std::span<const int32_t> prompt);
   // Blocks an Append of n more tokens would take from the pool (copy-on-write included).
   // For an id not (yet) added: the blocks a new sequence of n tokens takes.
   int64_t BlocksNeeded(SeqId id, int n) const;
   int64_t NumFreeBlocks() const;  // free plus evictable cached blocks
-  // Reserves slots for `tokens` after the sequence's current end. FailedPrecondition past
-  // max_model_len, ResourceExhausted when the pool is out of blocks.
-  absl::Status Append(SeqId id, std::span<const int32_t> tokens);
-  // The first n tokens now hold computed K/V: their full blocks become prefix-cache entries.
-  void MarkComputed(SeqId id, int n);
+  // Reserves slots for n more tokens after the sequence's current end. FailedPrecondition
+  // past max_model_len, ResourceExhausted when the pool is out of blocks.
+  absl::Status Append(SeqId id, int n);
+  // The sequence's first computed.size() tokens (at most its slots) now hold K/V; `computed`
+  // holds their ids. Their full blocks become prefix-cache entries (blocks offered before
+  // are not hashed again).
+  void MarkComputed(SeqId id, std::span<const int32_t> computed);
   // The child shares all of the parent's blocks; a shared partly filled block is copied
   // when either side next appends into it.
   absl::Status Fork(SeqId parent, SeqId child);
   // Drops the sequence; its blocks return to the pool (cached ones stay evictable).
   void Free(SeqId id);
-  int num_tokens(SeqId id) const;
+  int num_tokens(SeqId id) const;  // slots reserved (0 for an unknown id)
   std::span<const int32_t> BlockTable(SeqId id) const;
 
   // Addressing (host storage only).

@@ -15,10 +15,14 @@ namespace pinfer {
 
 class KvCache::Impl {
  public:
+  // A sequence's slots. No token ids: the caller owns them and passes them in where the
+  // prefix cache hashes blocks (MatchPrefix, MarkComputed).
   struct Seq {
-    std::vector<int32_t> blocks;   // block table
-    std::vector<int32_t> tokens;   // token ids of the stored tokens (prefix hashing)
-    std::vector<uint64_t> hashes;  // hashes of the leading full blocks marked computed
+    std::vector<int32_t> blocks;  // block table
+    int64_t n_tokens = 0;         // slots reserved, from position 0
+    // The chained hash of each leading full block already offered to the prefix cache: a
+    // memo derived from the ids MarkComputed was given, so the next call continues the chain.
+    std::vector<uint64_t> hashes;
   };
 
   Impl(const KvCacheConfig& cfg, int64_t num_blocks, size_t row_bytes,

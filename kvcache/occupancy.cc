@@ -27,7 +27,7 @@ OccupancyReport KvCache::Report() const {
   // that references it, so it is counted once.
   std::vector<int32_t> fill(static_cast<size_t>(m.num_blocks), 0);
   for (const auto& [id, s] : m.seqs) {
-    const int64_t tokens = static_cast<int64_t>(s.tokens.size());
+    const int64_t tokens = s.n_tokens;
     SeqOccupancy so;
     so.id = id;
     so.tokens = tokens;

@@ -28,7 +28,7 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
   std::vector<float> logits(static_cast<size_t>(n - first) * c.n_vocab);
   for (int start = 0; start < n; start += chunk) {
     const int count = std::min(chunk, n - start);
-    if (absl::Status s = (*cache)->Append(0, tokens.subspan(start, count)); !s.ok()) return s;
+    if (absl::Status s = (*cache)->Append(0, count); !s.ok()) return s;
     ForwardBatch batch;
     for (int j = 0; j < count; ++j) batch.Add(tokens[start + j], start + j, 0, start + j >= first);
     // The wanted rows of this chunk are contiguous and in order: they land at their position.

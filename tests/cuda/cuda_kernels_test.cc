@@ -677,7 +677,7 @@ TEST(CudaKernels, KvWriteMatchesCpuEncoding) {
       HostKv h = MakeHostKv(d, layers, kv_heads, hd);
       KvCache& c = *h.cache;
       ASSERT_TRUE(c.AddSequence(1).ok());
-      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(21, 5)).ok());
+      ASSERT_TRUE(c.Append(1, 21).ok());
       const std::vector<int> positions = {0, 15, 16, 20};
       const int n = static_cast<int>(positions.size());
       // One more token with slot -1 (a CUDA graph's padding row): it must write nothing.
@@ -781,10 +781,10 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
       KvCache& c = *h.cache;
       ASSERT_TRUE(c.AddSequence(1).ok());
       ASSERT_TRUE(c.AddSequence(2).ok());
-      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(10, 1)).ok());
-      ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
-      ASSERT_TRUE(c.Append(1, std::vector<int32_t>(90, 1)).ok());
-      ASSERT_TRUE(c.Append(2, std::vector<int32_t>(10, 2)).ok());
+      ASSERT_TRUE(c.Append(1, 10).ok());
+      ASSERT_TRUE(c.Append(2, 10).ok());
+      ASSERT_TRUE(c.Append(1, 90).ok());
+      ASSERT_TRUE(c.Append(2, 10).ok());
       uint32_t seed = 20;
       for (SeqId s : {1, 2}) {
         for (int p = 0; p < c.num_tokens(s); ++p) {
@@ -1092,7 +1092,7 @@ TEST(CudaBackendEndToEnd, LogitRowsFollowMaxNumSeqs) {
   auto cache = KvCache::Create(kc, std::move(*storage));
   ASSERT_TRUE(cache.ok()) << cache.status();
   ASSERT_TRUE((*cache)->AddSequence(1).ok());
-  ASSERT_TRUE((*cache)->Append(1, std::vector<int32_t>{1, 2, 3}).ok());
+  ASSERT_TRUE((*cache)->Append(1, 3).ok());
   std::vector<float> logits(3 * static_cast<size_t>(mc.n_vocab));
   ForwardBatch two, three;
   for (int p = 0; p < 3; ++p) {

@@ -36,7 +36,7 @@ Filled MakeCache(KvDtype d, KvLayout layout, int block_size, int n_heads, int n_
   EXPECT_TRUE(cache.ok()) << cache.status();
   Filled f{std::move(*cache), {n_heads, n_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))}};
   EXPECT_TRUE(f.cache->AddSequence(1).ok());
-  EXPECT_TRUE(f.cache->Append(1, std::vector<int32_t>(static_cast<size_t>(n_ctx), 5)).ok());
+  EXPECT_TRUE(f.cache->Append(1, n_ctx).ok());
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> row(static_cast<size_t>(n_kv * hd));

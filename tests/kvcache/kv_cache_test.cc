@@ -89,9 +89,9 @@ TEST(KvCacheErrors, MaxModelLenAndMaxNumSeqs) {
   c.num_blocks = 200;
   auto cache = *KvCache::Create(c);
   ASSERT_TRUE(cache->AddSequence(7).ok());
-  ASSERT_TRUE(cache->Append(7, Tokens(2000)).ok());
+  ASSERT_TRUE(cache->Append(7, 2000).ok());
   const auto before = cache->Report().ToJson();
-  const absl::Status s = cache->Append(7, Tokens(49));
+  const absl::Status s = cache->Append(7, 49);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(s, "sequence 7 would grow to 2049 tokens, past max_model_len 2048")) << s;
   EXPECT_EQ(cache->Report().ToJson(), before);
@@ -101,7 +101,8 @@ TEST(KvCacheErrors, MaxModelLenAndMaxNumSeqs) {
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(Contains(full, "max_num_seqs is 4")) << full;
   EXPECT_EQ(cache->Fork(7, 9).code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(cache->Append(42, Tokens(1)).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cache->Append(42, 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cache->Append(7, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(cache->Fork(42, 43).code(), absl::StatusCode::kNotFound);
 }
 
@@ -111,16 +112,16 @@ TEST(KvCache, GrowsOneBlockAtATimeAndRunsOutCleanly) {
   auto cache = *KvCache::Create(c);
   ASSERT_TRUE(cache->AddSequence(1).ok());
   EXPECT_EQ(cache->BlocksNeeded(1, 1), 1);
-  ASSERT_TRUE(cache->Append(1, Tokens(1)).ok());
+  ASSERT_TRUE(cache->Append(1, 1).ok());
   EXPECT_EQ(cache->BlockTable(1).size(), 1u);
   EXPECT_EQ(cache->BlocksNeeded(1, 15), 0);
   EXPECT_EQ(cache->BlocksNeeded(1, 16), 1);
-  ASSERT_TRUE(cache->Append(1, Tokens(16)).ok());
+  ASSERT_TRUE(cache->Append(1, 16).ok());
   EXPECT_EQ(cache->BlockTable(1).size(), 2u);
   EXPECT_EQ(cache->num_tokens(1), 17);
   EXPECT_EQ(cache->NumFreeBlocks(), 6);
   const auto before = cache->Report().ToJson();
-  const absl::Status s = cache->Append(1, Tokens(120));  // needs 7 blocks, 6 free
+  const absl::Status s = cache->Append(1, 120);  // needs 7 blocks, 6 free
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(Contains(s, "needs 7 more KV block(s)")) << s;
   EXPECT_EQ(cache->Report().ToJson(), before);
@@ -132,7 +133,7 @@ TEST(KvCache, GrowsOneBlockAtATimeAndRunsOutCleanly) {
 TEST(KvCache, ForkCopiesSharedPartialBlockOnWrite) {
   auto cache = *KvCache::Create(SmallConfig());
   ASSERT_TRUE(cache->AddSequence(1).ok());
-  ASSERT_TRUE(cache->Append(1, Tokens(20)).ok());
+  ASSERT_TRUE(cache->Append(1, 20).ok());
   cache->TokenRow(1, 18, 1, 1)[0] = 0xab;
   ASSERT_TRUE(cache->Fork(1, 2).ok());
   const std::vector<int32_t> parent(cache->BlockTable(1).begin(), cache->BlockTable(1).end());
@@ -142,7 +143,7 @@ TEST(KvCache, ForkCopiesSharedPartialBlockOnWrite) {
   EXPECT_EQ(cache->BlocksNeeded(1, 12), 1);  // fits in the block, but it must be copied
   EXPECT_EQ(cache->BlocksNeeded(1, 13), 2);
   const int64_t free_before = cache->NumFreeBlocks();
-  ASSERT_TRUE(cache->Append(1, Tokens(3)).ok());
+  ASSERT_TRUE(cache->Append(1, 3).ok());
   EXPECT_EQ(cache->NumFreeBlocks(), free_before - 1);
   EXPECT_EQ(cache->BlockTable(1)[0], parent[0]);  // full block still shared
   EXPECT_NE(cache->BlockTable(1)[1], parent[1]);  // partial block copied
@@ -158,8 +159,8 @@ TEST(KvCache, PrefixHitsTakeCachedBlocksAndLeaveOneTokenToCompute) {
   const std::vector<int32_t> prompt = Tokens(40);
   ASSERT_TRUE(cache->AddSequence(1).ok());
   EXPECT_EQ(cache->MatchPrefix(1, prompt), 0);
-  ASSERT_TRUE(cache->Append(1, prompt).ok());
-  cache->MarkComputed(1, 40);
+  ASSERT_TRUE(cache->Append(1, 40).ok());
+  cache->MarkComputed(1, prompt);
   cache->Free(1);
   auto r = cache->Report();
   EXPECT_EQ(r.blocks_cached, 2);
@@ -169,7 +170,7 @@ TEST(KvCache, PrefixHitsTakeCachedBlocksAndLeaveOneTokenToCompute) {
   EXPECT_EQ(cache->MatchPrefix(2, prompt), 32);
   EXPECT_EQ(cache->num_tokens(2), 32);
   EXPECT_EQ(cache->BlocksNeeded(2, 8), 1);
-  ASSERT_TRUE(cache->Append(2, std::span(prompt).subspan(32)).ok());
+  ASSERT_TRUE(cache->Append(2, 8).ok());
   // A prompt that is exactly the cached prefix still leaves its last block to compute.
   ASSERT_TRUE(cache->AddSequence(3).ok());
   EXPECT_EQ(cache->MatchPrefix(3, std::span(prompt).first(32)), 16);
@@ -189,20 +190,20 @@ TEST(KvCache, EvictsLeastRecentlyUsedIdleBlocksTailFirst) {
   const std::vector<int32_t> a = Tokens(33, 1), b = Tokens(33, 500);
   for (auto [id, p] : {std::pair<SeqId, const std::vector<int32_t>*>{1, &a}, {2, &b}}) {
     ASSERT_TRUE(cache->AddSequence(id).ok());
-    ASSERT_TRUE(cache->Append(id, std::span(*p).first(32)).ok());
-    cache->MarkComputed(id, 32);
+    ASSERT_TRUE(cache->Append(id, 32).ok());
+    cache->MarkComputed(id, std::span(*p).first(32));
     cache->Free(id);
   }
   EXPECT_EQ(cache->Report().blocks_cached, 4);
   EXPECT_EQ(cache->NumFreeBlocks(), 4);
   ASSERT_TRUE(cache->AddSequence(3).ok());
-  ASSERT_TRUE(cache->Append(3, Tokens(1, 9000)).ok());  // evicts a's second block
+  ASSERT_TRUE(cache->Append(3, 1).ok());  // evicts a's second block
   ASSERT_TRUE(cache->AddSequence(4).ok());
   EXPECT_EQ(cache->MatchPrefix(4, a), 16);  // a's first block survived
   ASSERT_TRUE(cache->AddSequence(5).ok());
   EXPECT_EQ(cache->MatchPrefix(5, b), 32);  // b untouched
   EXPECT_EQ(cache->NumFreeBlocks(), 0);
-  EXPECT_EQ(cache->Append(3, Tokens(16)).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache->Append(3, 16).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(cache->CheckInvariants().ok());
 }
 
@@ -211,8 +212,8 @@ TEST(KvCache, PrefixCachingOff) {
   c.prefix_caching = false;
   auto cache = *KvCache::Create(c);
   ASSERT_TRUE(cache->AddSequence(1).ok());
-  ASSERT_TRUE(cache->Append(1, Tokens(40)).ok());
-  cache->MarkComputed(1, 40);
+  ASSERT_TRUE(cache->Append(1, 40).ok());
+  cache->MarkComputed(1, Tokens(40));
   cache->Free(1);
   EXPECT_EQ(cache->Report().blocks_cached, 0);
   EXPECT_EQ(cache->Report().blocks_free, 8);
@@ -229,13 +230,13 @@ TEST(KvCache, ContiguousReservesMaxModelLenAtFirstAppend) {
   EXPECT_FALSE(cache->config().prefix_caching);
   ASSERT_TRUE(cache->AddSequence(1).ok());
   EXPECT_EQ(cache->BlocksNeeded(1, 5), 1);
-  ASSERT_TRUE(cache->Append(1, Tokens(5)).ok());
+  ASSERT_TRUE(cache->Append(1, 5).ok());
   EXPECT_EQ(cache->BlocksNeeded(1, 123), 0);
   ASSERT_TRUE(cache->Fork(1, 2).ok());
   EXPECT_EQ(cache->BlocksNeeded(2, 1), 1);  // copy-on-write of the whole sequence block
-  ASSERT_TRUE(cache->Append(2, Tokens(1)).ok());
+  ASSERT_TRUE(cache->Append(2, 1).ok());
   ASSERT_TRUE(cache->AddSequence(3).ok());
-  EXPECT_EQ(cache->Append(3, Tokens(1)).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(cache->Append(3, 1).code(), absl::StatusCode::kResourceExhausted);
   const OccupancyReport r = cache->Report();
   EXPECT_EQ(r.slots_allocated, 256);
   EXPECT_EQ(r.tokens_stored, 11);
