@@ -20,6 +20,10 @@ function(pagedinfer_libraries_for src out)
       list(APPEND libs pagedinfer_engine)  # the serving core at engine/'s root
       continue()
     endif()
+    if(inc MATCHES "^bench/serve/")
+      list(APPEND libs pagedinfer_bench_serve)  # bench-serve's client, without the engine
+      continue()
+    endif()
     set(i 0)
     list(LENGTH map n)
     while(i LESS n)

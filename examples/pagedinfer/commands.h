@@ -20,6 +20,7 @@ int ServeMain(int argc, char** argv);
 int ChatMain(int argc, char** argv);
 int BenchMain(int argc, char** argv);
 int BenchKvMain(int argc, char** argv);
+int BenchServeMain(int argc, char** argv);
 int QuantizeMain(int argc, char** argv);
 int PerplexityMain(int argc, char** argv);
 int QualityMain(int argc, char** argv);
@@ -45,6 +46,10 @@ inline constexpr Command kCommands[] = {
      "paged vs contiguous KV cache on one workload and budget: utilization, "
      "concurrency, throughput",
      BenchKvMain},
+    {"bench-serve",
+     "a serving benchmark against any OpenAI-compatible server (vLLM's benchmark_serving): "
+     "throughput, TTFT, TPOT, ITL",
+     BenchServeMain},
 };
 
 }  // namespace pinfer::cli
