@@ -1,8 +1,11 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "engine/logprobs.h"
 #include "engine/memory/system_memory.h"
 
 namespace pinfer {
@@ -52,7 +55,7 @@ MemoryReport Engine::memory_report() const {
   return r;
 }
 
-absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
+absl::Status Engine::Validate(const GenerationRequest& req) const {
   const ModelConfig& mc = model_.config();
   if (req.prompt.empty()) {
     return absl::InvalidArgumentError("the prompt is empty: it needs at least one token (BOS)");
@@ -63,7 +66,7 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
           "prompt token id ", t, " is outside the vocabulary (0..", mc.n_vocab - 1, ")"));
     }
   }
-  if (absl::Status s = req.params.Validate(); !s.ok()) return s;
+  if (absl::Status s = req.params.Validate(mc.n_vocab); !s.ok()) return s;
   const int64_t total = static_cast<int64_t>(req.prompt.size()) + req.params.max_tokens;
   if (total > config_.max_model_len) {
     return absl::InvalidArgumentError(
@@ -75,6 +78,11 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
     return absl::InvalidArgumentError(absl::StrCat(
         "n = ", req.n, " must be between 1 and max_num_seqs (", config_.max_num_seqs, ")"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
+  if (absl::Status s = Validate(req); !s.ok()) return s;
   if (scheduler_->num_waiting() >= config_.max_waiting) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the waiting queue is full (", config_.max_waiting, " requests); retry later"));
@@ -87,8 +95,12 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
   seq->prompt_len = static_cast<int>(seq->tokens.size());
   seq->fork_pending = req.n - 1;
   seq->params = req.params;
-  seq->sampler = std::make_unique<Sampler>(req.params);
-  seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
+  // No seed: a random one per request, kept so that its n completions differ from each other
+  // the same way a seeded request's do.
+  if (!seq->params.seed) seq->params.seed = std::random_device{}() ^ (uint64_t{rid} << 32);
+  seq->sampler = std::make_unique<Sampler>(seq->params, seq->prompt_len);
+  // The text continues the prompt's: the first piece keeps its leading space.
+  seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer(), seq->tokens.back());
   requests_[rid].push_back(seq->id);
   scheduler_->Enqueue(seq.get());
   seqs_[seq->id] = std::move(seq);
@@ -118,6 +130,10 @@ EngineStats Engine::stats() const {
   s.running = scheduler_->num_running();
   s.waiting = scheduler_->num_waiting();
   s.kv_blocked = scheduler_->kv_blocked();
+  std::set<int64_t> running;
+  for (const Sequence* seq : scheduler_->running()) running.insert(seq->request_id);
+  s.running_requests = static_cast<int>(running.size());
+  s.waiting_requests = static_cast<int>(requests_.size()) - s.running_requests;
   return s;
 }
 
@@ -178,9 +194,13 @@ void Engine::Sample(Sequence* seq, const float* logits, SequenceOutput* out) {
   if (logits_observer_) {
     logits_observer_(seq->request_id, seq->index, logits, model_.config().n_vocab);
   }
-  const int32_t tok = seq->sampler->Sample(logits, model_.config().n_vocab, seq->tokens);
+  const int n_vocab = model_.config().n_vocab;
+  const int32_t tok = seq->sampler->Sample(logits, n_vocab, seq->tokens);
   seq->tokens.push_back(tok);
   out->new_tokens.push_back(tok);
+  if (seq->params.logprobs >= 0) {
+    out->logprobs.push_back(ComputeLogprobs(logits, n_vocab, tok, seq->params.logprobs));
+  }
   ++stats_.generated_tokens;
   FinishReason reason = FinishReason::kNone;
   if (!seq->params.ignore_eos && model_.tokenizer().IsEndOfGeneration(tok)) {
@@ -214,9 +234,9 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->tokens.assign(parent->tokens.begin(), parent->tokens.begin() + parent->n_computed);
     child->prompt_len = parent->prompt_len;
     child->params = parent->params;
-    child->params.seed = parent->params.seed + static_cast<uint64_t>(i);
-    child->sampler = std::make_unique<Sampler>(child->params);
-    child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer());
+    child->params.seed = parent->params.seed.value_or(0) + static_cast<uint64_t>(i);
+    child->sampler = std::make_unique<Sampler>(child->params, child->prompt_len);
+    child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer(), child->tokens.back());
     child->first_step = parent->first_step;
     if (!scheduler_->Fork(parent, child.get()).ok()) {
       // Seats were reserved at admission, so this should not happen; if it does, the

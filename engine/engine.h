@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/backend.h"
+#include "engine/logprobs.h"
 #include "engine/memory/memory_ledger.h"
 #include "engine/memory/memory_report.h"
 #include "engine/model/model.h"
@@ -55,6 +56,9 @@ struct SequenceOutput {
   int64_t request_id = 0;
   int index = 0;  // which of the request's n completions
   std::vector<int32_t> new_tokens;
+  // One per new token when the request asked for logprobs (SamplingParams::logprobs >= 0):
+  // the raw logits' log-softmax (engine/logprobs.h).
+  std::vector<SampledLogprobs> logprobs;
   std::string new_text;  // complete UTF-8; stop strings never appear
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
@@ -75,9 +79,11 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t finished = 0;
   int max_running = 0;
-  int running = 0;
+  int running = 0;  // sequences
   int waiting = 0;
-  bool kv_blocked = false;  // the last step's admission waited for KV blocks
+  int running_requests = 0;  // requests with a sequence running
+  int waiting_requests = 0;  // requests not finished and not running (queued or preempted)
+  bool kv_blocked = false;   // the last step's admission waited for KV blocks
 };
 
 class Engine {
@@ -92,6 +98,9 @@ class Engine {
   // InvalidArgument (bad ids, too long for max_model_len, bad params) or ResourceExhausted
   // (the waiting queue is full: retry later). Returns the request id.
   absl::StatusOr<int64_t> AddRequest(GenerationRequest request);
+  // AddRequest's checks of the request itself (ids, params, length, n) without adding it;
+  // reads only the model and the config, so any thread may call it while another steps.
+  absl::Status Validate(const GenerationRequest& request) const;
   // Runs one scheduler step and returns what each touched sequence produced.
   absl::StatusOr<std::vector<SequenceOutput>> Step();
   bool HasWork() const;

@@ -71,14 +71,18 @@ class Tokenizer {
 // the dummy-prefix space of the first piece after BOS as SentencePiece decoding does.
 class StreamDecoder {
  public:
-  explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
+  // previous: the token before the first one pushed, e.g. the last prompt token of a
+  // continuation, so that its first piece keeps its leading space (" upon" after "Once");
+  // -1 or BOS: the text starts here and loses the dummy-prefix space.
+  explicit StreamDecoder(const Tokenizer& tok, int32_t previous = -1)
+      : tok_(tok), prev_(previous) {}
   std::string Push(int32_t id);  // text now complete (may be empty)
   std::string Flush();           // whatever is held (invalid bytes become U+FFFD)
 
  private:
   const Tokenizer& tok_;
   std::string pending_;
-  int32_t prev_ = -1;
+  int32_t prev_;
 };
 
 }  // namespace pinfer

@@ -217,9 +217,10 @@ std::optional<ApiError> ParseSampling(const json& j, SamplingParams* p) {
   int64_t i = 0;
   if (auto e = GetInt(j, "top_k", 0, 1 << 30, &i)) return e;
   p->top_k = static_cast<int>(i);
-  i = 0;
-  if (auto e = GetInt(j, "seed", INT64_MIN, INT64_MAX, &i)) return e;
-  p->seed = static_cast<uint64_t>(i);
+  if (j.contains("seed") && !j["seed"].is_null()) {  // none: the engine draws one
+    if (auto e = GetInt(j, "seed", INT64_MIN, INT64_MAX, &i)) return e;
+    p->seed = static_cast<uint64_t>(i);
+  }
   if (auto e = GetBool(j, "ignore_eos", &p->ignore_eos)) return e;
   return std::nullopt;
 }

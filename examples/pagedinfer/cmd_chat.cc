@@ -18,6 +18,7 @@
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
 #include "examples/pagedinfer/line_reader.h"
+#include "examples/pagedinfer/sampling_flags.h"
 #include "server/chat_prompt.h"
 #include "server/chat_template.h"
 
@@ -174,27 +175,23 @@ void Converse(ChatSession& chat) {
 
 int ChatMain(int argc, char** argv) {
   EngineFlags ef;
-  SamplingParams sp;
-  sp.max_tokens = 256;
+  SamplingFlags sf;
+  sf.params.max_tokens = 256;
   std::string system, chat_template;
-  int64_t seed = 0;
   Args a("chat", "pagedinfer chat -m MODEL [--system TEXT] [-n N] [--temp T] [engine options]",
          {"pagedinfer chat -m stories260K.gguf --temp 0",
           "pagedinfer chat -m model.gguf --system \"You are terse.\" -n 512 --kv-dtype q8_0"});
   ef.Register(a);
   a.Add("-sys,--system,--system-prompt", &system, "system message opening the conversation");
-  a.Add("-n,--n-predict", &sp.max_tokens,
+  a.Add("-n,--n-predict", &sf.params.max_tokens,
         "most tokens per reply (capped at what the context leaves after the conversation)");
-  a.Add("--temp", &sp.temperature, "temperature (0: greedy)");
-  a.Add("--top-k", &sp.top_k, "top-k (0: off)");
-  a.Add("--top-p", &sp.top_p, "top-p (1: off)");
-  a.Add("--min-p", &sp.min_p, "min-p (0: off)");
-  a.Add("-s,--seed", &seed, "sampling seed");
+  sf.Register(a);
   RegisterChatTemplateFlag(a, &chat_template);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
   if (ef.model.empty()) return Fail(absl::InvalidArgumentError("-m MODEL is required"));
-  if (sp.max_tokens < 1) return Fail(absl::InvalidArgumentError("-n must be at least 1"), 2);
-  sp.seed = static_cast<uint64_t>(seed);
+  if (sf.params.max_tokens < 1) {
+    return Fail(absl::InvalidArgumentError("-n must be at least 1"), 2);
+  }
   auto config = ef.ToConfig();
   if (!config.ok()) return Fail(config.status());
   auto loaded = LoadEngine(ef, *config);
@@ -206,7 +203,7 @@ int ChatMain(int argc, char** argv) {
                "chat template: %s (%s). Type a message; Ctrl-C stops a reply, /reset starts "
                "over, /history shows the conversation, /exit leaves.\n",
                server::ChatTemplateName(tmpl->tmpl), tmpl->source.c_str());
-  ChatSession chat(*loaded->engine, tok, tmpl->tmpl, sp, system);
+  ChatSession chat(*loaded->engine, tok, tmpl->tmpl, sf.Resolved(), system);
   CatchInterrupt();
   Converse(chat);
   return 0;

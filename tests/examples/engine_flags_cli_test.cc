@@ -114,6 +114,26 @@ TEST(EngineFlagsCli, LlamaCppShortFlags) {
   EXPECT_EQ(from_f.out, from_p.out);
 }
 
+TEST(EngineFlagsCli, RunContinuesThePromptAndDrawsASeed) {
+  REQUIRE_BIN_AND_MODEL();
+  // The continuation keeps its leading space: "Once upon" + " a time".
+  CommandResult space =
+      Pinfer(bin, {"run", "-m", model, "-p", "Once upon", "-n", "4", "--temp", "0"});
+  EXPECT_EQ(space.rc, 0) << space.err;
+  EXPECT_EQ(space.out.rfind(" a time", 0), 0u) << space.out;
+  // --temp 1 without -s: a fresh seed each run (printed); with -s the same text again.
+  const std::vector<std::string> t1 = {"run",     "-m", model,     "-n", "64",      "--temp", "1",
+                                       "--top-k", "0",  "--top-p", "1",  "--min-p", "0"};
+  CommandResult a = Pinfer(bin, t1), b = Pinfer(bin, t1);
+  EXPECT_NE(a.out, b.out);
+  EXPECT_NE(a.err.find("(seed "), std::string::npos) << a.err;
+  std::vector<std::string> seeded = t1;
+  seeded.insert(seeded.end(), {"-s", "77"});
+  CommandResult c = Pinfer(bin, seeded), d = Pinfer(bin, seeded);
+  EXPECT_EQ(c.out, d.out);
+  EXPECT_NE(c.err.find("(seed 77)"), std::string::npos) << c.err;
+}
+
 TEST(EngineFlagsCli, ChatTemplateByNameOrFile) {
   REQUIRE_BIN_AND_MODEL();
   CommandResult byname = Pinfer(bin, {"chat", "-m", model, "--chat-template", "llama2"}, "/exit\n");

@@ -232,6 +232,18 @@ absl::Status WriteFloatFolder(const std::string& dir, const ModelConfig& c,
   return WriteSafetensors(dir + "/model.safetensors", out, {});
 }
 
+absl::Status WriteFloatFolderWithTokenizer(const std::string& dir, const ModelConfig& c,
+                                           const FloatTensors& weights,
+                                           const std::string& tokenizer_json) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (absl::Status s = WriteFile(dir + "/tokenizer.json", tokenizer_json); !s.ok()) return s;
+  if (absl::Status s = WriteFile(dir + "/config.json", HfConfigJson(c)); !s.ok()) return s;
+  std::vector<StTensorData> out;
+  for (const auto& [name, t] : weights) out.push_back(F32Tensor(name, t));
+  return WriteSafetensors(dir + "/model.safetensors", out, {});
+}
+
 std::string HfConfigJson(const ModelConfig& c, const std::string& extra) {
   return absl::StrCat(
       "{\"architectures\": [\"", c.arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM",

@@ -39,6 +39,12 @@ absl::Status WritePackedFolder(const std::string& packed_dir, const ModelConfig&
 absl::Status WriteFloatFolder(const std::string& dir, const ModelConfig& c,
                               const FloatTensors& weights);
 
+// config.json + the given tokenizer.json text (e.g. a byte-level BPE one from the shared
+// models) + model.safetensors (F32). c.n_vocab must cover the tokenizer's ids.
+absl::Status WriteFloatFolderWithTokenizer(const std::string& dir, const ModelConfig& c,
+                                           const FloatTensors& weights,
+                                           const std::string& tokenizer_json);
+
 // config.json text for the config (extra JSON members appended verbatim when non-empty).
 std::string HfConfigJson(const ModelConfig& c, const std::string& extra = "");
 
