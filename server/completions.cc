@@ -1,69 +1,46 @@
 #include "server/completions.h"
 
 #include <atomic>
+#include <cstdio>
 #include <ctime>
-#include <map>
 
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "server/completion_body.h"
+#include "server/response_json.h"
 
 namespace pinfer::server {
 namespace {
 
 using json = nlohmann::json;
 
-// Per-choice results collected across steps.
-struct Choice {
-  std::string text;
-  std::string finish_reason;
-  int output_tokens = 0;
-  bool started = false;  // streaming: the role chunk went out
-};
-
-struct Collected {
-  std::map<int, Choice> choices;
-  int prompt_tokens = 0;
-
-  void Add(const SequenceOutput& o) {
-    Choice& c = choices[o.index];
-    c.text += o.new_text;
-    c.output_tokens = o.output_tokens;
-    if (o.finished) c.finish_reason = FinishReasonName(o.reason);
-    prompt_tokens = o.prompt_tokens;
-  }
-  json Usage() const {
-    int completion = 0;
-    for (const auto& [i, c] : choices) completion += c.output_tokens;
-    return {{"prompt_tokens", prompt_tokens},
-            {"completion_tokens", completion},
-            {"total_tokens", prompt_tokens + completion}};
-  }
-};
-
-json FinishJson(const std::string& reason) { return reason.empty() ? json() : json(reason); }
-
-// An engine refusal at submission, with the parameter it concerns.
+// An engine refusal, with the parameter it concerns.
 ApiError SubmissionError(const absl::Status& s) {
   ApiError e = ErrorFromStatus(s);
   if (e.message.find("max_tokens") != std::string::npos) e.param = "max_tokens";
   if (e.message.find("n = ") == 0) e.param = "n";
+  if (e.message.find("logit_bias") != std::string::npos) e.param = "logit_bias";
+  if (e.message.find("logprobs") != std::string::npos) e.param = "logprobs";
   return e;
 }
 
-// One request from submission to its last byte. The engine thread only calls OnNotify;
-// everything else runs on the connection's I/O thread (Exchange::Post), one call at a time.
+// One HTTP request from submission to its last byte: one engine request per prompt. The
+// engine thread only calls OnNotify; everything else runs on the connection's I/O thread
+// (Exchange::Post), one call at a time.
 class Job : public std::enable_shared_from_this<Job> {
  public:
-  Job(std::shared_ptr<http::Exchange> ex, int n, bool chat, bool streamed, bool include_usage,
-      std::string model)
+  Job(std::shared_ptr<http::Exchange> ex, EngineWorker* worker, CompletionBody body, size_t prompts,
+      int n, bool streamed, bool include_usage, http::Response head)
       : ex_(std::move(ex)),
-        stream_(std::make_shared<RequestStream>(n)),
-        chat_(chat),
+        worker_(worker),
+        body_(std::move(body)),
         streamed_(streamed),
         include_usage_(include_usage),
-        model_(std::move(model)),
-        created_(static_cast<int64_t>(std::time(nullptr))) {}
+        head_(std::move(head)) {
+    for (size_t p = 0; p < prompts; ++p) streams_.push_back(std::make_shared<RequestStream>(n));
+  }
 
-  const std::shared_ptr<RequestStream>& stream() const { return stream_; }
+  const std::vector<std::shared_ptr<RequestStream>>& streams() const { return streams_; }
 
   // Engine thread: at most one drain is queued at a time.
   void OnNotify() {
@@ -76,101 +53,78 @@ class Job : public std::enable_shared_from_this<Job> {
 
  private:
   void Drain();
-  void DrainStreamed(const std::vector<SequenceOutput>& outs, bool done);
+  void Stream(const std::vector<json>& chunks, bool done);
   void Answer();
-  json Start(const char* object) const {
-    return {{"id", (chat_ ? "chatcmpl-" : "cmpl-") + std::to_string(stream_->id())},
-            {"object", object},
-            {"created", created_},
-            {"model", model_}};
+  absl::Status Failure() const {  // the first stream's error, if any
+    for (const auto& s : streams_) {
+      if (absl::Status st = s->status(); !st.ok()) return st;
+    }
+    return absl::OkStatus();
   }
-  void WriteEvent(const json& j) { ex_->Write(http::SseEvent(j.dump())); }
 
   const std::shared_ptr<http::Exchange> ex_;
-  const std::shared_ptr<RequestStream> stream_;
-  const bool chat_, streamed_, include_usage_;
-  const std::string model_;
-  const int64_t created_;
+  EngineWorker* const worker_;
+  CompletionBody body_;
+  std::vector<std::shared_ptr<RequestStream>> streams_;
+  const bool streamed_, include_usage_;
+  http::Response head_;  // status 200, content type and extra headers of the answer
   std::atomic<bool> posted_{false};
-  Collected collected_;
   bool started_ = false;  // the stream's head went out
+  bool over_ = false;     // the answer is complete
 };
 
 void Job::Drain() {
-  std::vector<SequenceOutput> outs;
-  stream_->Take(&outs);
-  const bool done = stream_->done();
-  if (!stream_->accepted()) {
-    // Refused at submission (or cancelled, or the server stopped, before the engine took
-    // it): nothing was sent yet, so a plain HTTP error.
-    if (done) ex_->Respond(ErrorResponse(SubmissionError(stream_->status())));
+  if (over_) return;
+  bool done = true, accepted = true;
+  std::vector<json> chunks;
+  for (size_t p = 0; p < streams_.size(); ++p) {
+    std::vector<SequenceOutput> outs;
+    streams_[p]->Take(&outs);
+    for (const SequenceOutput& o : outs) {
+      json chunk = body_.Fold(p, o);
+      if (!chunk.is_null()) chunks.push_back(std::move(chunk));
+    }
+    done &= streams_[p]->done();
+    accepted &= streams_[p]->accepted();
+  }
+  const absl::Status failed = Failure();
+  if (!started_ && !failed.ok() && (!accepted || !streamed_)) {
+    // Refused at submission (or cancelled, or the server stopped) before anything was sent:
+    // a plain HTTP error, and the other prompts' requests end too.
+    over_ = true;
+    for (const auto& stream : streams_) worker_->Cancel(stream);
+    ex_->Respond(ErrorResponse(SubmissionError(failed)));
     return;
   }
-  if (streamed_) return DrainStreamed(outs, done);
-  for (const SequenceOutput& o : outs) collected_.Add(o);
+  if (!accepted && !done) return;  // wait until every prompt is in
+  if (streamed_) return Stream(chunks, done || !failed.ok());
   if (done) Answer();
 }
 
 void Job::Answer() {
-  if (absl::Status s = stream_->status(); !s.ok()) {
-    return ex_->Respond(ErrorResponse(ErrorFromStatus(s)));
-  }
-  json body = Start(chat_ ? "chat.completion" : "text_completion");
-  body["choices"] = json::array();
-  for (const auto& [index, c] : collected_.choices) {
-    json choice = {
-        {"index", index}, {"logprobs", nullptr}, {"finish_reason", FinishJson(c.finish_reason)}};
-    if (chat_) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    } else {
-      choice["text"] = c.text;
-    }
-    body["choices"].push_back(choice);
-  }
-  body["usage"] = collected_.Usage();
-  http::Response r;
-  r.body = body.dump();
+  over_ = true;
+  http::Response r = head_;
+  r.body = body_.Body().dump();
   ex_->Respond(std::move(r));
 }
 
-void Job::DrainStreamed(const std::vector<SequenceOutput>& outs, bool done) {
-  const char* object = chat_ ? "chat.completion.chunk" : "text_completion";
+void Job::Stream(const std::vector<json>& chunks, bool done) {
   if (!started_) {
-    http::Response head;
+    http::Response head = head_;
     head.content_type = "text/event-stream";
     head.Set("Cache-Control", "no-cache");
     ex_->BeginStream(std::move(head));
     started_ = true;
   }
-  for (const SequenceOutput& o : outs) {
-    collected_.Add(o);
-    Choice& c = collected_.choices[o.index];
-    json choice = {{"index", o.index}, {"logprobs", nullptr}};
-    if (chat_) {
-      json delta = json::object();
-      if (!c.started) delta["role"] = "assistant";
-      if (!o.new_text.empty() || !c.started) delta["content"] = o.new_text;
-      c.started = true;
-      if (delta.empty() && !o.finished) continue;
-      choice["delta"] = delta;
-    } else {
-      if (o.new_text.empty() && !o.finished) continue;
-      choice["text"] = o.new_text;
-    }
-    choice["finish_reason"] = o.finished ? FinishJson(c.finish_reason) : json();
-    json chunk = Start(object);
-    chunk["choices"] = json::array({choice});
-    WriteEvent(chunk);
-  }
+  for (const json& chunk : chunks) ex_->Write(http::SseEvent(chunk.dump()));
   if (!done) return;
-  if (absl::Status s = stream_->status(); !s.ok()) {
+  over_ = true;
+  if (absl::Status s = Failure(); !s.ok()) {
+    for (const auto& stream : streams_) worker_->Cancel(stream);
     // Too late for an HTTP status: an error event, as OpenAI sends mid-stream, then the end.
-    WriteEvent(json::parse(ErrorJson(ErrorFromStatus(s))));
+    ex_->Write(http::SseEvent(ErrorJson(ErrorFromStatus(s))));
   } else if (include_usage_) {
-    json chunk = Start(object);
-    chunk["choices"] = json::array();
-    chunk["usage"] = collected_.Usage();
-    WriteEvent(chunk);
+    ex_->Write(http::SseEvent(body_.UsageChunk().dump()));
   }
   ex_->Write(http::SseEvent("[DONE]"));
   ex_->End();
@@ -186,32 +140,69 @@ http::Response ErrorResponse(const ApiError& e) {
   return r;
 }
 
+std::vector<GenerationRequest> CompletionsHandler::EngineRequests(
+    const ParsedRequest& pr, std::vector<std::string>* prompt_texts) const {
+  std::vector<GenerationRequest> out;
+  auto add = [&](std::vector<int32_t> prompt) {
+    GenerationRequest g;
+    g.params = pr.params;
+    g.n = pr.n;
+    g.prompt = std::move(prompt);
+    if (g.prompt.empty() && tok_.bos() >= 0) g.prompt.push_back(tok_.bos());
+    const int room = max_model_len_ - static_cast<int>(g.prompt.size());
+    if (pr.chat && !pr.max_tokens_given && room > 0) g.params.max_tokens = room;
+    out.push_back(std::move(g));
+  };
+  if (pr.chat) {
+    add(chat_encoder_.Encode(FormatChatPieces(tmpl_, pr.messages), special_in_content_));
+    out.back().params.stop.push_back(ChatTemplateEndOfTurn(tmpl_));
+    return out;
+  }
+  for (const PromptInput& p : pr.prompts) {
+    prompt_texts->push_back(p.is_ids ? tok_.Decode(p.ids) : p.text);
+    add(p.is_ids ? p.ids : tok_.Encode(p.text, /*add_special=*/true));
+  }
+  return out;
+}
+
 void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
   ParsedRequest pr;
   if (auto e = ParseRequest(ex->request().body, chat, &pr)) return ex->Respond(ErrorResponse(*e));
-  GenerationRequest g;
-  g.params = pr.params;
-  g.n = pr.n;
-  if (chat) {
-    g.prompt = chat_encoder_.Encode(FormatChatPieces(tmpl_, pr.messages), special_in_content_);
-    g.params.stop.push_back(ChatTemplateEndOfTurn(tmpl_));
-  } else if (!pr.prompt_ids.empty()) {
-    g.prompt = pr.prompt_ids;
-  } else {
-    g.prompt = tok_.Encode(pr.prompt, /*add_special=*/true);
+  http::Response head;
+  if (!pr.ignored.empty()) {
+    const std::string names = absl::StrJoin(pr.ignored, ", ");
+    head.Set("X-Ignored-Fields", names);
+    std::fprintf(stderr, "%s: fields present in the request but ignored: %s\n",
+                 chat ? "/v1/chat/completions" : "/v1/completions", names.c_str());
   }
-  if (g.prompt.empty() && tok_.bos() >= 0) g.prompt.push_back(tok_.bos());
-  const int room = max_model_len_ - static_cast<int>(g.prompt.size());
-  if (chat && !pr.max_tokens_given && room > 0) g.params.max_tokens = room;
+  std::vector<std::string> prompt_texts;
+  std::vector<GenerationRequest> requests = EngineRequests(pr, &prompt_texts);
+  // The request's own faults are answered now, without waiting for the engine's step.
+  for (const GenerationRequest& g : requests) {
+    if (absl::Status s = engine_.Validate(g); !s.ok()) {
+      return ex->Respond(ErrorResponse(SubmissionError(s)));
+    }
+  }
   if (ex->closed()) return;  // the client left while the prompt was tokenized
 
-  auto job = std::make_shared<Job>(ex, pr.n, chat, pr.stream, pr.include_usage,
-                                   pr.model.empty() ? model_id_ : pr.model);
-  // The stream holds the job until its last notification; the job holds the stream.
-  job->stream()->SetNotify([job] { job->OnNotify(); });
-  // A client that hangs up (streamed or not) cancels its request and frees its blocks.
-  ex->OnClose([worker = &worker_, stream = job->stream()] { worker->Cancel(stream); });
-  worker_.Submit(std::move(g), job->stream());
+  ResponseHead rh;
+  rh.id = RandomId(chat ? "chatcmpl-" : "cmpl-");
+  rh.object = chat ? (pr.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  rh.model = model_id_;  // the served model's own id, whatever the client named
+  rh.system_fingerprint = fingerprint_;
+  rh.created = static_cast<int64_t>(std::time(nullptr));
+  auto job =
+      std::make_shared<Job>(ex, &worker_, CompletionBody(tok_, pr, rh, std::move(prompt_texts)),
+                            requests.size(), pr.n, pr.stream, pr.include_usage, std::move(head));
+  // Each stream holds the job until its last notification; the job holds the streams.
+  for (const auto& s : job->streams()) s->SetNotify([job] { job->OnNotify(); });
+  // A client that hangs up (streamed or not) cancels its requests and frees their blocks.
+  ex->OnClose([worker = &worker_, streams = job->streams()] {
+    for (const auto& s : streams) worker->Cancel(s);
+  });
+  for (size_t p = 0; p < requests.size(); ++p) {
+    worker_.Submit(std::move(requests[p]), job->streams()[p]);
+  }
 }
 
 }  // namespace pinfer::server

@@ -1,13 +1,18 @@
 // The /v1/completions and /v1/chat/completions handlers: request -> prompt ids -> the engine
 // worker -> one JSON response, or server-sent events (OpenAI chunk shapes, then [DONE]).
-// Nothing here waits: the handler posts the request to the engine worker, and each batch of
-// outputs is formatted and written on the connection's I/O thread as it arrives. A client
-// that hangs up cancels its request (streamed or not), which frees its KV blocks.
+// Nothing here waits: the handler checks each engine request (Engine::Validate: a bad one is
+// a 400 at once) and posts it to the engine worker, and each batch of outputs is formatted
+// and written on the connection's I/O thread as it arrives. A completions request with a
+// list of prompts posts one engine request per prompt. A client that hangs up cancels its
+// requests (streamed or not), which frees their KV blocks. Fields the parser accepted
+// without effect are named in an X-Ignored-Fields header and a log line, as vLLM logs them.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "engine/engine.h"
 #include "loaders/tokenizer.h"
 #include "server/chat_prompt.h"
 #include "server/chat_template.h"
@@ -19,28 +24,39 @@ namespace pinfer::server {
 
 class CompletionsHandler {
  public:
-  // tok and worker must outlive the handler. The tokenizer is immutable and only read.
-  // special_in_content: also turn special-token text inside chat messages into special
-  // tokens (llama.cpp's behaviour; off: only the template's own text is parsed for them).
-  CompletionsHandler(const Tokenizer& tok, int max_model_len, EngineWorker& worker,
-                     ChatTemplate tmpl, std::string model_id, bool special_in_content = false)
-      : tok_(tok),
-        max_model_len_(max_model_len),
+  // engine (for Validate, which reads only its model and config) and worker must outlive
+  // the handler. model_id: what responses name as their model; fingerprint: their
+  // system_fingerprint. special_in_content: also turn special-token text inside chat
+  // messages into special tokens (llama.cpp's behaviour; off: only the template's own text
+  // is parsed for them).
+  CompletionsHandler(const Engine& engine, EngineWorker& worker, ChatTemplate tmpl,
+                     std::string model_id, std::string fingerprint, bool special_in_content = false)
+      : engine_(engine),
+        tok_(engine.model().tokenizer()),
+        max_model_len_(engine.config().max_model_len),
         worker_(worker),
         tmpl_(tmpl),
         model_id_(std::move(model_id)),
+        fingerprint_(std::move(fingerprint)),
         special_in_content_(special_in_content),
-        chat_encoder_(tok) {}
+        chat_encoder_(tok_) {}
 
   // Runs on a handler-pool thread; answers later, from the connection's I/O thread.
   void Handle(std::shared_ptr<http::Exchange> exchange, bool chat);
 
  private:
+  // The engine requests of a parsed request: the chat's one, or one per prompt; and, for
+  // echo, each prompt's text.
+  std::vector<GenerationRequest> EngineRequests(const ParsedRequest& pr,
+                                                std::vector<std::string>* prompt_texts) const;
+
+  const Engine& engine_;
   const Tokenizer& tok_;
   const int max_model_len_;
   EngineWorker& worker_;
   const ChatTemplate tmpl_;
   const std::string model_id_;
+  const std::string fingerprint_;
   const bool special_in_content_;
   const ChatPromptEncoder chat_encoder_;
 };

@@ -1,10 +1,19 @@
 #include "server/engine_worker.h"
 
+#include <algorithm>
 #include <future>
 
 namespace pinfer::server {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t kStepTimes = 4096;  // steps whose start is remembered (queue times)
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
 
 void RequestStream::Take(std::vector<SequenceOutput>* out) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -78,7 +87,7 @@ void RequestStream::Fail(absl::Status s) {
 }
 
 EngineWorker::EngineWorker(Engine& engine)
-    : engine_(engine), ledger_json_(engine.ledger().ToJson()) {
+    : engine_(engine), ledger_json_(engine.ledger().ToJson()), step_at_(kStepTimes) {
   published_ = Clock::now() - std::chrono::hours(1);
   Publish(/*force=*/true);
   thread_ = std::thread([this] { Loop(); });
@@ -112,7 +121,7 @@ void EngineWorker::Submit(GenerationRequest request, std::shared_ptr<RequestStre
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_.ok() && !stop_) {
-      submissions_.push_back({std::move(request), stream});
+      submissions_.push_back({std::move(request), stream, Clock::now()});
       stream = nullptr;
     }
   }
@@ -187,6 +196,7 @@ void EngineWorker::AddOne(Submission s) {
   }
   if (!rid.ok()) return s.stream->Fail(rid.status());
   streams_[*rid] = s.stream;
+  timing_[*rid].arrival = s.posted;
   s.stream->Accept(*rid);
 }
 
@@ -196,6 +206,8 @@ void EngineWorker::CancelOne(const std::shared_ptr<RequestStream>& stream) {
   if (it == streams_.end()) return;  // not yet added (AddOne drops it), or already over
   engine_.Cancel(rid);
   streams_.erase(it);
+  timing_.erase(rid);
+  ++serving_.finished_by_reason["abort"];
   stream->Fail(absl::CancelledError("the request was cancelled"));
   std::lock_guard<std::mutex> l(mu_);
   ++counters_.requests_cancelled;
@@ -238,14 +250,45 @@ bool EngineWorker::RunTasks(std::unique_lock<std::mutex>& lock) {
   return ran;
 }
 
+// Time to first token and queue time at a request's first token; the gaps between a
+// completion's tokens.
+void EngineWorker::Observe(Timing& t, const SequenceOutput& o, Clock::time_point now) {
+  if (o.new_tokens.empty()) return;
+  if (!t.first_token) {
+    t.first_token = true;
+    serving_.time_to_first_token.Observe(Seconds(now - t.arrival));
+    serving_.cached_prompt_tokens += o.cached_prompt_tokens;
+    const int64_t ago = engine_.stats().steps - o.admitted_step;
+    if (o.admitted_step >= 0 && ago >= 1 && ago <= static_cast<int64_t>(kStepTimes)) {
+      const Clock::time_point admitted = step_at_[o.admitted_step % kStepTimes];
+      serving_.request_queue_time.Observe(std::max(0.0, Seconds(admitted - t.arrival)));
+    }
+  }
+  auto last = t.last_token.find(o.index);
+  if (last != t.last_token.end()) {
+    const double gap = Seconds(now - last->second) / static_cast<double>(o.new_tokens.size());
+    for (size_t i = 0; i < o.new_tokens.size(); ++i) serving_.inter_token_latency.Observe(gap);
+  }
+  t.last_token[o.index] = now;
+  if (o.finished && t.reason != "length") t.reason = FinishReasonName(o.reason);
+}
+
 void EngineWorker::Dispatch(const std::vector<SequenceOutput>& outs) {
+  const Clock::time_point now = Clock::now();
   for (const SequenceOutput& o : outs) {
     auto it = streams_.find(o.request_id);
     if (it == streams_.end()) continue;
     std::shared_ptr<RequestStream> stream = it->second;
     if (stream->finished()) continue;
+    Timing& t = timing_[o.request_id];
+    Observe(t, o, now);
     stream->Push(o);
-    if (stream->finished()) streams_.erase(o.request_id);
+    if (stream->finished()) {
+      serving_.e2e_request_latency.Observe(Seconds(now - t.arrival));
+      ++serving_.finished_by_reason[t.reason.empty() ? "stop" : t.reason];
+      timing_.erase(o.request_id);
+      streams_.erase(o.request_id);
+    }
   }
 }
 
@@ -255,7 +298,9 @@ void EngineWorker::FailAll(const absl::Status& s) {
   for (auto& [rid, stream] : streams) {
     engine_.Cancel(rid);
     stream->Fail(s);
+    ++serving_.finished_by_reason["abort"];
   }
+  timing_.clear();
 }
 
 void EngineWorker::TakeSample() {
@@ -287,6 +332,7 @@ void EngineWorker::Publish(bool force) {
     s.counters = counters_;
     s.submissions_queued = static_cast<int64_t>(submissions_.size());
   }
+  s.serving = serving_;
   std::lock_guard<std::mutex> lock(snapshot_mu_);
   snapshot_ = std::move(s);
 }
@@ -310,6 +356,7 @@ void EngineWorker::Loop() {
       continue;
     }
     lock.unlock();
+    step_at_[engine_.stats().steps % kStepTimes] = Clock::now();
     absl::StatusOr<std::vector<SequenceOutput>> outs = engine_.Step();
     if (outs.ok()) {
       Dispatch(*outs);

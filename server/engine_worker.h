@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
+#include "server/serving_metrics.h"
 
 namespace pinfer::server {
 
@@ -80,6 +81,7 @@ struct WorkerSnapshot {
   OccupancyReport kv;
   WorkerCounters counters;
   int64_t submissions_queued = 0;  // posted, not yet handed to the engine
+  ServingMetrics serving;          // vLLM's latency histograms and finish reasons
 };
 
 class EngineWorker {
@@ -117,12 +119,21 @@ class EngineWorker {
   struct Submission {
     GenerationRequest request;
     std::shared_ptr<RequestStream> stream;
+    std::chrono::steady_clock::time_point posted;
+  };
+  // A request's times for the serving metrics (engine thread only).
+  struct Timing {
+    std::chrono::steady_clock::time_point arrival;
+    bool first_token = false;
+    std::map<int, std::chrono::steady_clock::time_point> last_token;  // by completion index
+    std::string reason;  // "length" when any completion ran out, else "stop"
   };
   void Loop();
   bool RunTasks(std::unique_lock<std::mutex>& lock);  // true when it ran anything
   void AddOne(Submission s);
   void CancelOne(const std::shared_ptr<RequestStream>& stream);
   void Dispatch(const std::vector<SequenceOutput>& outs);
+  void Observe(Timing& t, const SequenceOutput& o, std::chrono::steady_clock::time_point now);
   void FailAll(const absl::Status& s);
   void TakeSample();
   void Publish(bool force);
@@ -145,6 +156,9 @@ class EngineWorker {
   std::deque<Sample> samples_;
   std::chrono::steady_clock::time_point published_;
   std::map<int64_t, std::shared_ptr<RequestStream>> streams_;
+  std::map<int64_t, Timing> timing_;  // by engine request id
+  ServingMetrics serving_;
+  std::vector<std::chrono::steady_clock::time_point> step_at_;  // step s starts at s % size
   std::thread thread_;
 };
 

@@ -1,67 +1,21 @@
 #include "server/openai_request.h"
 
-#include <cmath>
+#include <algorithm>
 #include <set>
 
 #include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
+#include "server/request_json.h"
+#include "server/request_sampling.h"
 
 namespace pinfer::server {
 namespace {
 
 using json = nlohmann::json;
-
-ApiError Bad(const std::string& param, const std::string& message) {
-  ApiError e;
-  e.message = message;
-  e.param = param;
-  return e;
-}
-
-std::optional<ApiError> GetNumber(const json& body, const char* key, double lo, double hi,
-                                  float* out) {
-  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
-  const json& v = body[key];
-  if (!v.is_number()) return Bad(key, std::string(key) + " must be a number");
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d < lo || d > hi) {
-    return Bad(key, std::string(key) + " = " + v.dump() + " is out of range (" + json(lo).dump() +
-                        ".." + json(hi).dump() + ")");
-  }
-  *out = static_cast<float>(d);
-  return std::nullopt;
-}
-
-std::optional<ApiError> GetInt(const json& body, const char* key, int64_t lo, int64_t hi,
-                               int64_t* out) {
-  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
-  const json& v = body[key];
-  if (!v.is_number_integer()) return Bad(key, std::string(key) + " must be an integer");
-  const int64_t i = v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)INT64_MAX
-                        ? INT64_MAX
-                        : v.get<int64_t>();
-  if (i < lo || i > hi) {
-    return Bad(key, std::string(key) + " = " + v.dump() + " is out of range (" +
-                        std::to_string(lo) + ".." + std::to_string(hi) + ")");
-  }
-  *out = i;
-  return std::nullopt;
-}
-
-// A boolean field: absent or null leaves *out.
-std::optional<ApiError> GetBool(const json& body, const char* key, bool* out) {
-  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
-  if (!body[key].is_boolean()) return Bad(key, std::string(key) + " must be true or false");
-  *out = body[key].get<bool>();
-  return std::nullopt;
-}
-
-// Parameters OpenAI defines that this server accepts only at their neutral value.
-bool IsNeutral(const json& v) {
-  return v.is_null() || (v.is_boolean() && !v.get<bool>()) ||
-         (v.is_number() && v.get<double>() == 0) || (v.is_object() && v.empty()) ||
-         (v.is_array() && v.empty());
-}
+using request_json::Bad;
+using request_json::GetBool;
+using request_json::GetInt;
+using request_json::Has;
 
 std::optional<ApiError> ParseMessages(const json& v, std::vector<ChatMessage>* out) {
   if (!v.is_array() || v.empty()) {
@@ -82,9 +36,13 @@ std::optional<ApiError> ParseMessages(const json& v, std::vector<ChatMessage>* o
       msg.content = c.get<std::string>();
     } else if (c.is_array()) {  // [{"type": "text", "text": "..."}]
       for (const json& part : c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
-          return Bad("messages", "only text content parts are supported");
+        const std::string type = part.is_object() ? part.value("type", "") : "";
+        if (type != "text") {
+          return Bad("messages", "content part type '" + type +
+                                     "' is not supported: the model reads text parts only");
+        }
+        if (!part.contains("text") || !part["text"].is_string()) {
+          return Bad("messages", "a text content part needs a string text");
         }
         msg.content += part["text"].get<std::string>();
       }
@@ -96,66 +54,115 @@ std::optional<ApiError> ParseMessages(const json& v, std::vector<ChatMessage>* o
   return std::nullopt;
 }
 
-std::optional<ApiError> ParsePrompt(const json& v, ParsedRequest* out) {
+// One prompt: a string or an array of token ids.
+std::optional<ApiError> OnePrompt(const json& v, PromptInput* out) {
   if (v.is_string()) {
-    out->prompt = v.get<std::string>();
-    return std::nullopt;
-  }
-  if (v.is_array() && v.size() == 1 && v[0].is_string()) {
-    out->prompt = v[0].get<std::string>();
+    out->text = v.get<std::string>();
     return std::nullopt;
   }
   if (v.is_array() && !v.empty() && v[0].is_number_integer()) {
+    out->is_ids = true;
     for (const json& t : v) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
         return Bad("prompt", "a token-id prompt must hold non-negative integers");
       }
-      out->prompt_ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+      out->ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
     return std::nullopt;
   }
-  return Bad("prompt", "prompt must be a string or an array of token ids (one prompt per request)");
+  return Bad("prompt", "a prompt is a string or an array of token ids");
 }
 
-// The request's fields: unknown ones, and OpenAI's that this server takes only at their
-// neutral value, are errors naming the field.
-std::optional<ApiError> CheckFields(const json& j) {
-  static const std::set<std::string> kKnown = {"model",
-                                               "prompt",
-                                               "messages",
-                                               "max_tokens",
-                                               "max_completion_tokens",
-                                               "temperature",
-                                               "top_p",
-                                               "top_k",
-                                               "min_p",
-                                               "seed",
-                                               "stop",
-                                               "n",
-                                               "stream",
-                                               "stream_options",
-                                               "user",
-                                               "repetition_penalty",
-                                               "ignore_eos",
-                                               "presence_penalty",
-                                               "frequency_penalty",
-                                               "logit_bias",
-                                               "logprobs",
-                                               "top_logprobs",
-                                               "echo",
-                                               "suffix",
-                                               "best_of"};
-  static const std::set<std::string> kNeutralOnly = {"presence_penalty",
-                                                     "frequency_penalty",
-                                                     "logit_bias",
-                                                     "logprobs",
-                                                     "top_logprobs",
-                                                     "echo",
-                                                     "suffix"};
+// prompt: a string, token ids, or a list of either (one choice set per prompt).
+std::optional<ApiError> ParsePrompt(const json& v, ParsedRequest* out) {
+  const bool list = v.is_array() && !v.empty() && (v[0].is_string() || v[0].is_array());
+  if (!list) {
+    out->prompts.emplace_back();
+    return OnePrompt(v, &out->prompts.back());
+  }
+  if (v.size() > 64) return Bad("prompt", "at most 64 prompts per request");
+  for (const json& one : v) {
+    out->prompts.emplace_back();
+    if (auto e = OnePrompt(one, &out->prompts.back())) return e;
+  }
+  return std::nullopt;
+}
+
+// The fields some step below reads; every other one is accepted, changes nothing, and is
+// named in ParsedRequest::ignored.
+std::optional<ApiError> ClassifyFields(const json& j, ParsedRequest* r) {
+  static const std::set<std::string> kRead = {"model",
+                                              "prompt",
+                                              "messages",
+                                              "max_tokens",
+                                              "max_completion_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "top_k",
+                                              "min_p",
+                                              "seed",
+                                              "stop",
+                                              "n",
+                                              "stream",
+                                              "stream_options",
+                                              "ignore_eos",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "repetition_penalty",
+                                              "repeat_penalty",
+                                              "repeat_last_n",
+                                              "logit_bias",
+                                              "logprobs",
+                                              "top_logprobs",
+                                              "echo",
+                                              "suffix",
+                                              "best_of",
+                                              "tool_choice",
+                                              "response_format",
+                                              "function_call"};
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!kKnown.count(it.key())) return Bad(it.key(), "unknown parameter '" + it.key() + "'");
-    if (kNeutralOnly.count(it.key()) && !IsNeutral(it.value())) {
-      return Bad(it.key(), "parameter '" + it.key() + "' is not supported by this server");
+    if (!kRead.count(it.key())) r->ignored.push_back(it.key());
+  }
+  std::sort(r->ignored.begin(), r->ignored.end());
+  return std::nullopt;
+}
+
+// echo (completions: the prompt's text first) and suffix (insertion: not done here).
+std::optional<ApiError> ParseEcho(const json& j, ParsedRequest* r) {
+  if (auto e = GetBool(j, "echo", &r->echo)) return e;
+  if (r->echo && r->chat) return Bad("echo", "echo is a completions parameter, not chat's");
+  if (r->echo && r->params.logprobs >= 0) {
+    return Bad("echo",
+               "echo with logprobs asks for the prompt's log-probabilities, which this server "
+               "does not compute; drop one of them");
+  }
+  if (Has(j, "suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty())) {
+    return Bad("suffix", "suffix (text insertion) is not supported by this server");
+  }
+  return std::nullopt;
+}
+
+// tools are accepted (the model may always answer without calling one; ClassifyFields names
+// them as unused), but a call this server cannot make or a JSON output it cannot enforce is
+// refused rather than silently not done.
+std::optional<ApiError> ParseToolFields(const json& j, ParsedRequest*) {
+  for (const char* key : {"tool_choice", "function_call"}) {
+    if (!Has(j, key)) continue;
+    const json& c = j[key];
+    if (!(c.is_string() && (c == "none" || c == "auto"))) {
+      return Bad(key, std::string(key) +
+                          " other than \"none\" or \"auto\" forces a tool call, which this "
+                          "server cannot make yet");
+    }
+  }
+  if (Has(j, "response_format")) {
+    const json& f = j["response_format"];
+    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
+      return Bad("response_format", "response_format must be an object with a type");
+    }
+    if (f["type"] != "text") {
+      return Bad("response_format", "response_format " + f["type"].dump() +
+                                        " is not supported by this server yet (only text)");
     }
   }
   return std::nullopt;
@@ -207,24 +214,6 @@ std::optional<ApiError> ParseLengths(const json& j, ParsedRequest* r) {
   return std::nullopt;
 }
 
-// temperature, top_p, min_p, top_k, repetition_penalty, seed, ignore_eos.
-std::optional<ApiError> ParseSampling(const json& j, SamplingParams* p) {
-  if (auto e = GetNumber(j, "temperature", 0, 2, &p->temperature)) return e;
-  if (auto e = GetNumber(j, "top_p", 0, 1, &p->top_p)) return e;
-  if (p->top_p <= 0) return Bad("top_p", "top_p must be greater than 0");
-  if (auto e = GetNumber(j, "min_p", 0, 1, &p->min_p)) return e;
-  if (auto e = GetNumber(j, "repetition_penalty", 0.01, 10, &p->repetition_penalty)) return e;
-  int64_t i = 0;
-  if (auto e = GetInt(j, "top_k", 0, 1 << 30, &i)) return e;
-  p->top_k = static_cast<int>(i);
-  if (j.contains("seed") && !j["seed"].is_null()) {  // none: the engine draws one
-    if (auto e = GetInt(j, "seed", INT64_MIN, INT64_MAX, &i)) return e;
-    p->seed = static_cast<uint64_t>(i);
-  }
-  if (auto e = GetBool(j, "ignore_eos", &p->ignore_eos)) return e;
-  return std::nullopt;
-}
-
 // stream and stream_options.include_usage.
 std::optional<ApiError> ParseStreaming(const json& j, ParsedRequest* r) {
   if (auto e = GetBool(j, "stream", &r->stream)) return e;
@@ -261,11 +250,19 @@ std::optional<ApiError> ParseStop(const json& j, SamplingParams* p) {
 }
 
 // The steps as ParseRequest runs them, each over the whole body and the request so far.
-std::optional<ApiError> CheckFieldsStep(const json& j, ParsedRequest*) { return CheckFields(j); }
-std::optional<ApiError> ParseSamplingStep(const json& j, ParsedRequest* r) {
+std::optional<ApiError> SamplingStep(const json& j, ParsedRequest* r) {
   return ParseSampling(j, &r->params);
 }
-std::optional<ApiError> ParseStopStep(const json& j, ParsedRequest* r) {
+std::optional<ApiError> PenaltiesStep(const json& j, ParsedRequest* r) {
+  return ParsePenalties(j, &r->params);
+}
+std::optional<ApiError> LogitBiasStep(const json& j, ParsedRequest* r) {
+  return ParseLogitBias(j, &r->params);
+}
+std::optional<ApiError> LogprobsStep(const json& j, ParsedRequest* r) {
+  return ParseLogprobs(j, r->chat, &r->params);
+}
+std::optional<ApiError> StopStep(const json& j, ParsedRequest* r) {
   return ParseStop(j, &r->params);
 }
 
@@ -310,8 +307,9 @@ std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedR
   if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j.is_object()) return Bad("", "the request body must be a JSON object");
   ParsedRequest r = Defaults(chat);
-  for (auto step : {CheckFieldsStep, ParseInput, ParseLengths, ParseSamplingStep, ParseStreaming,
-                    ParseStopStep}) {
+  for (auto step :
+       {ClassifyFields, ParseInput, ParseLengths, SamplingStep, PenaltiesStep, LogitBiasStep,
+        LogprobsStep, ParseStreaming, StopStep, ParseEcho, ParseToolFields}) {
     if (auto e = step(j, &r)) return e;
   }
   *out = std::move(r);

@@ -2,6 +2,7 @@
 // error JSON OpenAI clients expect: {"error": {"message", "type", "param", "code"}}.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,21 +26,36 @@ std::string ErrorJson(const ApiError& e);
 // (shutting down) 503, else 500.
 ApiError ErrorFromStatus(const absl::Status& s);
 
+// One prompt of a completions request: text (encoded with BOS) or token ids as given.
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
 struct ParsedRequest {
   bool chat = false;
   std::string model;
-  std::string prompt;                 // completions: the prompt text
-  std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
+  // completions: one or more prompts; the choices of prompt p are numbered p * n + i, as
+  // OpenAI numbers them.
+  std::vector<PromptInput> prompts;
   std::vector<ChatMessage> messages;  // chat
   SamplingParams params;
   bool max_tokens_given = false;  // otherwise: 16 for completions, the rest of the context for chat
   int n = 1;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: the prompt's text before each completion
+  // Fields accepted that change nothing here: unknown ones (vLLM's rule: accepted, and named
+  // in the X-Ignored-Fields response header and the log) and OpenAI's that have no effect on
+  // generation here (user, metadata, store, ...). Sorted.
+  std::vector<std::string> ignored;
 };
 
-// Parses a JSON body. Unknown parameters, wrong types and out-of-range values are errors
-// naming the parameter.
+// Parses a JSON body. Wrong types, out-of-range values and fields that would need what this
+// server cannot do (best_of > n, image parts, suffix, echo with logprobs, a forced tool
+// call, a JSON response format) are errors naming the parameter; unknown fields are listed
+// in `ignored`.
 std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedRequest* out);
 
 }  // namespace pinfer::server

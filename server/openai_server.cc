@@ -7,6 +7,8 @@
 #include "server/completions.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
+#include "server/response_json.h"
+#include "server/tokenize.h"
 
 namespace pinfer::server {
 
@@ -51,15 +53,51 @@ http::Response JsonResponse(std::string body) {
   return r;
 }
 
+// CORS (--allowed-origins): the origin of a request when the list allows it, else "".
+std::string AllowedOrigin(const std::vector<std::string>& allowed, const http::Request& req) {
+  const std::optional<std::string_view> origin = req.Header("Origin");
+  if (allowed.empty() || !origin) return "";
+  for (const std::string& o : allowed) {
+    if (o == "*" || o == *origin) return std::string(*origin);
+  }
+  return "";
+}
+
+// The answer to a CORS preflight (OPTIONS) from an allowed origin; it needs no key.
+http::Response Preflight(const http::Request& req) {
+  http::Response r;
+  r.status = 204;
+  r.content_type = "";
+  r.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  const std::optional<std::string_view> asked = req.Header("Access-Control-Request-Headers");
+  r.Set("Access-Control-Allow-Headers",
+        asked ? std::string(*asked) : std::string("Authorization, Content-Type"));
+  r.Set("Access-Control-Max-Age", "600");
+  return r;
+}
+
+// A body-in, body-out handler (tokenize, detokenize) as a route.
+template <typename Fn>
+http::Handler BodyHandler(Fn fn) {
+  return [fn](std::shared_ptr<http::Exchange> ex) {
+    std::string out;
+    if (auto e = fn(ex->request().body, &out)) return ex->Respond(ErrorResponse(*e));
+    ex->Respond(JsonResponse(std::move(out)));
+  };
+}
+
 }  // namespace
 
 class OpenAiServer::Handlers {
  public:
   Handlers(Engine& engine, EngineWorker& worker, const ServerOptions& options, ChatTemplate t)
-      : worker_(worker),
+      : engine_(engine),
+        worker_(worker),
         options_(options),
-        completions_(engine.model().tokenizer(), engine.config().max_model_len, worker, t,
-                     options.model_id, options.special_in_content),
+        completions_(engine, worker, t, options.model_id,
+                     SystemFingerprint(engine.model().path(), engine.model().WeightFormat(),
+                                       std::string(KvDtypeName(engine.config().kv_dtype))),
+                     options.special_in_content),
         created_(static_cast<int64_t>(std::time(nullptr))) {}
 
   void SetHttp(const http::Server* http) { http_ = http; }
@@ -81,8 +119,8 @@ class OpenAiServer::Handlers {
         [this](auto ex) {
           http::Response res;
           res.content_type = "text/plain; version=0.0.4";
-          const WorkerSnapshot s = worker_.snapshot();
-          res.body = PrometheusText(s.stats, s.kv, s.counters) + HttpMetricsText(http_->stats());
+          res.body = PrometheusText(worker_.snapshot(), engine_.ledger(), options_.model_id) +
+                     HttpMetricsText(http_->stats());
           ex->Respond(std::move(res));
         },
         RunOn::kIoThread);
@@ -91,14 +129,39 @@ class OpenAiServer::Handlers {
                                      ",\"kv\":" + worker_.snapshot().kv.ToJson() + "}"));
           }),
           RunOn::kIoThread);
-    r.SetFallback([](std::shared_ptr<http::Exchange> ex) {
+    AddTokenizeRoutes(r);
+    r.SetFallback([this](std::shared_ptr<http::Exchange> ex) {
       const http::Request& req = ex->request();
+      if (req.method == "OPTIONS" && !AllowedOrigin(options_.allowed_origins, req).empty()) {
+        return ex->Respond(Preflight(req));
+      }
       ex->Respond(ApiErrorPage(404, "no such endpoint: " + req.method + " " + req.path));
     });
     return r;
   }
 
+  // CORS headers on every answer to an allowed origin (http::ServerConfig::decorate).
+  void Decorate(const http::Request& req, http::Response& res) const {
+    const std::string origin = AllowedOrigin(options_.allowed_origins, req);
+    if (origin.empty()) return;
+    res.Set("Access-Control-Allow-Origin", origin);
+    res.Set("Vary", "Origin");
+  }
+
  private:
+  // /tokenize and /detokenize, in llama-server's shapes (server/tokenize.h).
+  void AddTokenizeRoutes(http::Router& r) {
+    const Tokenizer* tok = &engine_.model().tokenizer();
+    const int max_len = engine_.config().max_model_len;
+    r.Add("POST", "/tokenize",
+          BodyHandler([tok, max_len](const std::string& body, std::string* out) {
+            return TokenizeBody(body, *tok, max_len, out);
+          }));
+    r.Add("POST", "/detokenize", BodyHandler([tok](const std::string& body, std::string* out) {
+            return DetokenizeBody(body, *tok, out);
+          }));
+  }
+
   // With --api-key, every /v1/ endpoint needs "Authorization: Bearer KEY".
   http::Handler Authorized(http::Handler h) const {
     if (options_.api_key.empty()) return h;
@@ -119,10 +182,12 @@ class OpenAiServer::Handlers {
     json model = {{"id", options_.model_id},
                   {"object", "model"},
                   {"created", created_},
-                  {"owned_by", "pagedinfer"}};
+                  {"owned_by", "pagedinfer"},
+                  {"max_model_len", engine_.config().max_model_len}};
     return json{{"object", "list"}, {"data", json::array({model})}}.dump();
   }
 
+  const Engine& engine_;
   EngineWorker& worker_;
   const ServerOptions& options_;
   CompletionsHandler completions_;
@@ -141,6 +206,11 @@ OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
   hc.io_threads = options_.http_threads;
   hc.handler_threads = options_.handler_threads;
   hc.error_page = ApiErrorPage;
+  if (!options_.allowed_origins.empty()) {
+    hc.decorate = [h = handlers_.get()](const http::Request& req, http::Response& res) {
+      h->Decorate(req, res);
+    };
+  }
   http_ = std::make_unique<http::Server>(handlers_->Routes(), std::move(hc));
   handlers_->SetHttp(http_.get());  // /metrics shows the HTTP layer's figures too
 }

@@ -1,5 +1,6 @@
 // An OpenAI-compatible HTTP server over one Engine: /v1/completions, /v1/chat/completions
-// (streamed as server-sent events or whole), /v1/models, /v1/memory, /health, /metrics.
+// (streamed as server-sent events or whole), /v1/models, /v1/memory, /health, /metrics
+// (vLLM's metric names), /tokenize and /detokenize (llama-server's shapes); CORS when asked.
 // The HTTP layer (server/http/) reads and writes on a few I/O threads; completions are
 // parsed and tokenized on a small handler pool and posted to the EngineWorker, whose thread
 // alone drives the engine. /health, /metrics and /v1/memory are answered on the I/O thread
@@ -11,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
@@ -34,6 +36,9 @@ struct ServerOptions {
   bool special_in_content = false;
   // The chat template family; nullopt: detected from the model's tokenizer.chat_template.
   std::optional<ChatTemplate> chat_template;
+  // CORS: browser origins allowed to call the API ("*": any). Empty: no CORS headers and no
+  // preflight answers (the default, since the API may carry a key).
+  std::vector<std::string> allowed_origins;
 };
 
 class OpenAiServer {

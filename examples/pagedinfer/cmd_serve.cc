@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
 #include "examples/pagedinfer/chat_template_flag.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
+#include "nlohmann/json.hpp"
 #include "server/openai_server.h"
 
 namespace pinfer::cli {
@@ -95,23 +98,41 @@ int ServeUntilSignalled(server::OpenAiServer& srv, std::chrono::milliseconds dra
   return 0;
 }
 
-}  // namespace
+// "a,b" or ["a", "b"] (vLLM's --allowed-origins takes a JSON list).
+absl::StatusOr<std::vector<std::string>> ParseOrigins(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  if (text[0] == '[') {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) return absl::InvalidArgumentError("--allowed-origins: not a JSON list");
+    for (const auto& o : j) {
+      if (!o.is_string())
+        return absl::InvalidArgumentError("--allowed-origins: origins are strings");
+      out.push_back(o.get<std::string>());
+    }
+    return out;
+  }
+  for (absl::string_view o : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(o));
+  }
+  return out;
+}
 
-int ServeMain(int argc, char** argv) {
-  EngineFlags ef;
-  server::ServerOptions so;
+struct ServeFlags {
+  EngineFlags engine;
+  server::ServerOptions server;
   int max_waiting = 64;
-  std::string max_body = "1MiB", chat_template;
+  std::string max_body = "1MiB", chat_template, allowed_origins;
   double request_timeout = 30, keep_alive = 5, shutdown_timeout = 30;
-  Args a("serve",
-         "pagedinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] "
-         "[--max-waiting N] [--max-body BYTES] [engine options]",
-         {"pagedinfer serve -m stories260K.gguf --port 8080",
-          "pagedinfer serve -m model.gguf --kv-cache-memory 2GiB --kv-dtype q8_0 --api-key s3cret",
-          "curl http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' "
-          "-d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'",
-          "curl -s http://127.0.0.1:8080/metrics | grep kv_blocks"});
-  ef.Register(a);
+
+  void Register(Args& a);
+  // Checks the values and completes the server options from them.
+  absl::Status Check();
+};
+
+void ServeFlags::Register(Args& a) {
+  server::ServerOptions& so = server;
+  engine.Register(a);
   a.Add("--host", &so.host, "address to listen on (127.0.0.1: this machine only)");
   a.Add("--port", &so.port, "TCP port (0: any free port, printed at start)");
   a.Add("--api-key", &so.api_key, "require 'Authorization: Bearer KEY' on /v1/ endpoints");
@@ -139,52 +160,76 @@ int ServeMain(int argc, char** argv) {
   a.Add("-a,--alias,--model-id", &so.model_id,
         "model name in /v1/models and in responses (default: the file's name)");
   RegisterChatTemplateFlag(a, &chat_template);
-  if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
-  if (ef.model.empty()) {
-    return Fail(absl::InvalidArgumentError("-m MODEL is required (see --help)"));
-  }
-  if (max_waiting < 1) return Fail(absl::InvalidArgumentError("--max-waiting must be >= 1"));
-  if (so.port < 0 || so.port > 65535) {
-    return Fail(absl::InvalidArgumentError("--port must be 0..65535"));
-  }
-  if (so.http_threads < 1) return Fail(absl::InvalidArgumentError("--http-threads must be >= 1"));
+  a.Add("--allowed-origins", &allowed_origins,
+        "CORS: browser origins allowed to call the API, comma-separated or vLLM's JSON list "
+        "('[\"*\"]': any); default none (no CORS headers, no preflight answers)");
+}
+
+absl::Status ServeFlags::Check() {
+  server::ServerOptions& so = server;
+  if (engine.model.empty()) return absl::InvalidArgumentError("-m MODEL is required (see --help)");
+  if (max_waiting < 1) return absl::InvalidArgumentError("--max-waiting must be >= 1");
+  if (so.port < 0 || so.port > 65535) return absl::InvalidArgumentError("--port must be 0..65535");
+  if (so.http_threads < 1) return absl::InvalidArgumentError("--http-threads must be >= 1");
   for (double t : {request_timeout, keep_alive, shutdown_timeout}) {
     if (!(t > 0) || t > 86400) {
-      return Fail(absl::InvalidArgumentError(
-          "--request-timeout, --timeout-keep-alive and --shutdown-timeout take seconds > 0"));
+      return absl::InvalidArgumentError(
+          "--request-timeout, --timeout-keep-alive and --shutdown-timeout take seconds > 0");
     }
   }
   if (so.limits.max_connections < 1 || so.limits.max_connections_per_client < 1) {
-    return Fail(absl::InvalidArgumentError(
-        "--max-connections and --max-connections-per-client must be >= 1"));
+    return absl::InvalidArgumentError(
+        "--max-connections and --max-connections-per-client must be >= 1");
   }
   so.limits.request_timeout = Ms(request_timeout);
   so.limits.keep_alive_timeout = Ms(keep_alive);
   auto body_bytes = ParseBytes(max_body);
-  if (!body_bytes.ok()) return Fail(body_bytes.status());
+  if (!body_bytes.ok()) return body_bytes.status();
   so.limits.max_body = static_cast<size_t>(*body_bytes);
-  if (absl::Status s = FitDescriptors(&so); !s.ok()) return Fail(s);
-  if (so.model_id.empty()) so.model_id = BaseName(ef.model);
-  auto config = ef.ToConfig();
-  if (!config.ok()) return Fail(config.status());
-  config->max_waiting = max_waiting;
+  if (absl::Status s = FitDescriptors(&so); !s.ok()) return s;
+  if (so.model_id.empty()) so.model_id = BaseName(engine.model);
+  auto origins = ParseOrigins(allowed_origins);
+  if (!origins.ok()) return origins.status();
+  so.allowed_origins = *origins;
+  return absl::OkStatus();
+}
 
-  auto loaded = LoadEngine(ef, *config);
+}  // namespace
+
+int ServeMain(int argc, char** argv) {
+  ServeFlags f;
+  Args a("serve",
+         "pagedinfer serve -m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] "
+         "[--max-waiting N] [--max-body BYTES] [engine options]",
+         {"pagedinfer serve -m stories260K.gguf --port 8080",
+          "pagedinfer serve -m model.gguf --kv-cache-memory 2GiB --kv-dtype q8_0 --api-key s3cret",
+          "curl http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' "
+          "-d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'",
+          "curl -s http://127.0.0.1:8080/metrics | grep vllm:"});
+  f.Register(a);
+  if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
+  if (absl::Status s = f.Check(); !s.ok()) {
+    return Fail(s, absl::IsInvalidArgument(s) ? 2 : 1);
+  }
+  auto config = f.engine.ToConfig();
+  if (!config.ok()) return Fail(config.status());
+  config->max_waiting = f.max_waiting;
+  auto loaded = LoadEngine(f.engine, *config);
   if (!loaded.ok()) return Fail(loaded.status());
-  auto tmpl = ResolveChatTemplate(chat_template, loaded->model->tokenizer());
+  auto tmpl = ResolveChatTemplate(f.chat_template, loaded->model->tokenizer());
   if (!tmpl.ok()) return Fail(tmpl.status(), 2);
-  so.chat_template = tmpl->tmpl;
+  f.server.chat_template = tmpl->tmpl;
 
   // A client that vanishes mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  server::OpenAiServer srv(*loaded->engine, so);
+  server::OpenAiServer srv(*loaded->engine, f.server);
   std::fprintf(stderr, "chat template: %s (%s)\n", server::ChatTemplateName(srv.chat_template()),
                tmpl->source.c_str());
   auto port = srv.Bind();
   if (!port.ok()) return Fail(port.status());
   std::fprintf(stderr, "serving %s on http://%s:%d (OpenAI API under /v1; /health, /metrics)\n",
-               so.model_id.c_str(), so.host.c_str(), *port);
-  return ServeUntilSignalled(srv, Ms(shutdown_timeout));
+               f.server.model_id.c_str(), f.server.host.c_str(), *port);
+  return ServeUntilSignalled(srv, Ms(f.shutdown_timeout));
 }
 
 }  // namespace pinfer::cli

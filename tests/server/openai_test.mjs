@@ -99,10 +99,129 @@ await check("max_tokens too large is a 400", async () => {
            /max_model_len/.test(e.error.message) && e.error.param === "max_tokens");
 });
 
-await check("unknown parameter is a 400", async () => {
-  await assert.rejects(
-    client.completions.create({ model, prompt: "Hi", max_tokens: 4, bogus: 1 }),
-    (e) => e.status === 400 && e.error.param === "bogus");
+await check("unknown parameter is accepted and named in X-Ignored-Fields", async () => {
+  const { data, response } = await client.completions.create({
+    model, prompt: "Hi", max_tokens: 4, bogus: 1 }).withResponse();
+  assert.equal(response.headers.get("x-ignored-fields"), "bogus");
+  assert.ok(data.choices[0].text.length > 0);
+});
+
+// What LangChain's ChatOpenAI / OpenAI send: bindTools (tools, tool_choice,
+// parallel_tool_calls), a text response_format, metadata, store, user, stream_options, and
+// the legacy completions' list of prompts, logprobs, penalties and logit_bias.
+const servedId = (await client.models.list()).data[0].id;
+const tools = [{ type: "function", function: {
+  name: "get_weather", description: "Weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+
+await check("LangChain-style chat: tools, response_format text, metadata, store", async () => {
+  const { data, response } = await client.chat.completions.create({
+    model: "gpt-4o-mini", messages, max_tokens: 8, temperature: 0, tools, tool_choice: "auto",
+    parallel_tool_calls: false, response_format: { type: "text" }, metadata: { run: "lc" },
+    store: false, user: "u1", n: 1, presence_penalty: 0.1, frequency_penalty: 0.1,
+    max_completion_tokens: 8 }).withResponse();
+  assert.equal(data.object, "chat.completion");
+  assert.equal(data.model, servedId, "the served model's id, not the client's name");
+  assert.match(data.id, /^chatcmpl-[0-9a-f]{32}$/);
+  assert.match(data.system_fingerprint, /^fp_[0-9a-f]{12}$/);
+  assert.ok(data.choices[0].message.content.length > 0);
+  assert.equal(response.headers.get("x-ignored-fields"),
+               "metadata, parallel_tool_calls, store, tools, user");
+  assert.equal(typeof data.usage.prompt_tokens_details.cached_tokens, "number");
+});
+
+await check("chat logprobs + top_logprobs in OpenAI's content[] shape", async () => {
+  const r = await client.chat.completions.create({
+    model, messages, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  assert.equal(content.map((c) => c.token).join(""), r.choices[0].message.content);
+  for (const c of content) {
+    assert.ok(c.logprob <= 0 && Array.isArray(c.bytes) && c.top_logprobs.length === 3);
+    // Greedy: the chosen token is the most likely one.
+    assert.ok(Math.abs(c.top_logprobs[0].logprob - c.logprob) < 1e-6);
+  }
+});
+
+await check("completions: a list of prompts, logprobs, penalties, logit_bias", async () => {
+  const r = await client.completions.create({
+    model, prompt: ["Once upon a time", "The dog"], n: 2, max_tokens: 8, temperature: 0,
+    logprobs: 2, frequency_penalty: 0.3, presence_penalty: 0.2, logit_bias: { "13": -100 } });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
+  for (const c of r.choices) {
+    assert.equal(c.logprobs.tokens.join(""), c.text);
+    assert.equal(c.logprobs.token_logprobs.length, c.logprobs.tokens.length);
+    assert.ok(c.logprobs.top_logprobs.every((t) => Object.keys(t).length >= 2));
+    assert.ok(c.logprobs.text_offset.every((o, i, a) => i === 0 || o > a[i - 1]));
+  }
+  assert.equal(r.choices[0].text, r.choices[1].text);  // greedy: n copies agree
+  assert.equal(r.usage.completion_tokens, 32);
+});
+
+await check("penalties change the greedy text; logit_bias -100 bans the token", async () => {
+  const base = { model, prompt: "Once upon a time", max_tokens: 40, temperature: 0 };
+  const plain = await client.completions.create(base);
+  const pen = await client.completions.create({ ...base, frequency_penalty: 1.5 });
+  assert.notEqual(pen.choices[0].text, plain.choices[0].text);
+  const rep = await client.completions.create({ ...base, repeat_penalty: 1.8 });
+  assert.notEqual(rep.choices[0].text, plain.choices[0].text);
+  // The first generated token: the one after the prompt's in the whole text's tokens.
+  const tokenize = async (content) => (await (await fetch(`${root}/tokenize`, {
+    method: "POST", body: JSON.stringify({ content, add_special: true, with_pieces: true }) }))
+    .json()).tokens;
+  const promptLen = (await tokenize(base.prompt)).length;
+  const first = (await tokenize(base.prompt + plain.choices[0].text))[promptLen];
+  const banned = await client.completions.create({
+    ...base, logprobs: 0, logit_bias: { [String(first.id)]: -100 } });
+  const tokens = banned.choices[0].logprobs.tokens;
+  assert.ok(plain.choices[0].text.includes(first.piece));
+  assert.ok(!tokens.includes(first.piece), `${first.piece} still in ${tokens}`);
+});
+
+await check("no seed: two temperature-1 answers differ; a seed repeats", async () => {
+  const body = { model, prompt: "The dog", max_tokens: 48, temperature: 1 };
+  const [a, b] = await Promise.all([client.completions.create(body),
+                                    client.completions.create(body)]);
+  assert.notEqual(a.choices[0].text, b.choices[0].text);
+  const [c, d] = await Promise.all([client.completions.create({ ...body, seed: 3 }),
+                                    client.completions.create({ ...body, seed: 3 })]);
+  assert.equal(c.choices[0].text, d.choices[0].text);
+  assert.notEqual(a.id, b.id);
+});
+
+await check("echo: the prompt's text, then its continuation", async () => {
+  const body = { model, prompt: "Once upon", max_tokens: 5, temperature: 0 };
+  const plain = await client.completions.create(body);
+  const echo = await client.completions.create({ ...body, echo: true });
+  assert.ok(plain.choices[0].text.startsWith(" "), "the continuation keeps its space");
+  assert.equal(echo.choices[0].text, "Once upon" + plain.choices[0].text);
+});
+
+await check("what cannot be honoured is a 400 naming it", async () => {
+  for (const [extra, param] of [[{ best_of: 3 }, "best_of"], [{ suffix: "x" }, "suffix"],
+                                [{ echo: true, logprobs: 1 }, "echo"]]) {
+    await assert.rejects(client.completions.create({ model, prompt: "Hi", max_tokens: 2,
+                                                     ...extra }),
+                         (e) => e.status === 400 && e.error.param === param);
+  }
+  await assert.rejects(client.chat.completions.create({ model, max_tokens: 2, messages: [
+    { role: "user", content: [{ type: "image_url", image_url: { url: "http://x/a.png" } }] }] }),
+    (e) => e.status === 400 && /image_url/.test(e.error.message));
+});
+
+await check("/tokenize and /detokenize (llama-server's shapes)", async () => {
+  const t = await (await fetch(`${root}/tokenize`, { method: "POST",
+    body: JSON.stringify({ content: "Once upon a time", add_special: true }) })).json();
+  assert.ok(Array.isArray(t.tokens) && t.tokens.length >= 4);
+  const d = await (await fetch(`${root}/detokenize`, { method: "POST",
+    body: JSON.stringify({ tokens: t.tokens }) })).json();
+  assert.equal(d.content, "Once upon a time");
+});
+
+await check("CORS is off by default", async () => {
+  const r = await fetch(`${root}/v1/models`, { headers: { Origin: "http://a.test",
+                                                          Authorization: `Bearer ${apiKey}` } });
+  assert.equal(r.headers.get("access-control-allow-origin"), null);
 });
 
 await check("wrong API key is a 401", async () => {

@@ -1,0 +1,53 @@
+#include "server/request_json.h"
+
+#include <cmath>
+
+namespace pinfer::server::request_json {
+
+ApiError Bad(const std::string& param, const std::string& message) {
+  ApiError e;
+  e.message = message;
+  e.param = param;
+  return e;
+}
+
+bool Has(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+std::optional<ApiError> GetNumber(const json& body, const char* key, double lo, double hi,
+                                  float* out) {
+  if (!Has(body, key)) return std::nullopt;
+  const json& v = body[key];
+  if (!v.is_number()) return Bad(key, std::string(key) + " must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return Bad(key, std::string(key) + " = " + v.dump() + " is out of range (" + json(lo).dump() +
+                        ".." + json(hi).dump() + ")");
+  }
+  *out = static_cast<float>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> GetInt(const json& body, const char* key, int64_t lo, int64_t hi,
+                               int64_t* out) {
+  if (!Has(body, key)) return std::nullopt;
+  const json& v = body[key];
+  if (!v.is_number_integer()) return Bad(key, std::string(key) + " must be an integer");
+  const int64_t i = v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)INT64_MAX
+                        ? INT64_MAX
+                        : v.get<int64_t>();
+  if (i < lo || i > hi) {
+    return Bad(key, std::string(key) + " = " + v.dump() + " is out of range (" +
+                        std::to_string(lo) + ".." + std::to_string(hi) + ")");
+  }
+  *out = i;
+  return std::nullopt;
+}
+
+std::optional<ApiError> GetBool(const json& body, const char* key, bool* out) {
+  if (!Has(body, key)) return std::nullopt;
+  if (!body[key].is_boolean()) return Bad(key, std::string(key) + " must be true or false");
+  *out = body[key].get<bool>();
+  return std::nullopt;
+}
+
+}  // namespace pinfer::server::request_json

@@ -1,0 +1,26 @@
+// Field readers shared by the request parsers (openai_request.cc, request_sampling.cc): each
+// leaves *out as it is when the field is absent or null, and returns an ApiError naming the
+// field when it has the wrong type or is out of range.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "server/openai_request.h"
+
+namespace pinfer::server::request_json {
+
+using json = nlohmann::json;
+
+ApiError Bad(const std::string& param, const std::string& message);
+// Present and not null.
+bool Has(const json& body, const char* key);
+std::optional<ApiError> GetNumber(const json& body, const char* key, double lo, double hi,
+                                  float* out);
+std::optional<ApiError> GetInt(const json& body, const char* key, int64_t lo, int64_t hi,
+                               int64_t* out);
+std::optional<ApiError> GetBool(const json& body, const char* key, bool* out);
+
+}  // namespace pinfer::server::request_json
