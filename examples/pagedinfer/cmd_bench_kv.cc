@@ -15,52 +15,74 @@
 #include "examples/pagedinfer/synth_cache.h"
 
 namespace pinfer::cli {
-int BenchKvMain(int argc, char** argv) {
+namespace {
+
+struct BenchKvFlags {
   std::string model_path, dist = "uniform", kv_dtype = "f16", kv_memory, format = "md", plot,
                           json_out;
   WorkloadSpec spec;
-  spec.requests = 200;
   int64_t seed = 1;
   EngineConfig c;
-  c.max_model_len = 4096;
-  c.max_num_seqs = 256;
-  c.max_num_batched_tokens = 1024;
-  c.threads = 0;
+  EngineFlags ef;
+
+  BenchKvFlags() {
+    spec.requests = 200;
+    c.max_model_len = 4096;
+    c.max_num_seqs = 256;
+    c.max_num_batched_tokens = 1024;
+    c.threads = 0;
+    // Default cpu: on a GPU a decode step costs about the same for 1 or 50 sequences, which
+    // is where the paged cache's fewer steps finish sooner; --device cuda shows that.
+    ef.device = "cpu";
+  }
+
+  void Register(Args& a) {
+    a.Add("-m,--model", &model_path, "model file (default: a synthetic 'tiny' model, cached)");
+    a.Add("--requests", &spec.requests, "requests in the workload");
+    a.Add("--dist", &dist, "length distribution: uniform, chat (long-tailed) or fixed");
+    a.Add("--min", &spec.min_len, "shortest prompt / output (uniform; chat clips to it)");
+    a.Add("--max", &spec.max_len, "longest prompt / output (uniform; chat clips to it)");
+    a.Add("--prompt-len", &spec.prompt_len, "prompt tokens (fixed)");
+    a.Add("--output-len", &spec.output_len, "output tokens (fixed)");
+    a.Add("--seed", &seed, "seed of the lengths and prompt tokens");
+    a.Add("-c,--max-model-len", &c.max_model_len,
+          "longest sequence; contiguous reserves this much");
+    a.Add("--kv-cache-memory", &kv_memory,
+          "KV budget of each layout, e.g. 128MiB (default: 16 max_model_len sequences)");
+    a.Add("--block-size", &c.block_size, "token slots per paged block");
+    a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
+    a.Add("--max-num-seqs", &c.max_num_seqs,
+          "sequences running at once (set high: the pool "
+          "should be what limits concurrency)");
+    a.Add("--max-num-batched-tokens", &c.max_num_batched_tokens, "tokens per step");
+    a.Add("-t,--threads", &c.threads, "CPU threads (0: all)");
+    a.Add("--admission-headroom", &c.admission_headroom,
+          "tokens of growth kept free per running sequence when admitting (paged; 0: none)");
+    ef.RegisterDevice(a);
+    a.Add("-o,--output", &format, "md or json");
+    a.Add("--plot", &plot, "write an SVG of occupancy over steps to this file");
+    a.Add("--json-out", &json_out, "also write the JSON to this file (whatever -o prints)");
+  }
+};
+
+}  // namespace
+
+int BenchKvMain(int argc, char** argv) {
+  BenchKvFlags f;
   Args a("bench-kv",
          "pagedinfer bench-kv [-m MODEL] --requests N --dist uniform|chat|fixed "
          "--max-model-len L --kv-cache-memory BYTES [-o md|json] [--plot FILE.svg]",
          {"pagedinfer bench-kv --requests 200 --dist uniform --max-model-len 4096 "
           "--kv-cache-memory 128MiB --plot kv.svg",
           "pagedinfer bench-kv --dist chat --max 2048 --max-model-len 4096 -o json"});
-  a.Add("-m,--model", &model_path, "model file (default: a synthetic 'tiny' model, cached)");
-  a.Add("--requests", &spec.requests, "requests in the workload");
-  a.Add("--dist", &dist, "length distribution: uniform, chat (long-tailed) or fixed");
-  a.Add("--min", &spec.min_len, "shortest prompt / output (uniform; chat clips to it)");
-  a.Add("--max", &spec.max_len, "longest prompt / output (uniform; chat clips to it)");
-  a.Add("--prompt-len", &spec.prompt_len, "prompt tokens (fixed)");
-  a.Add("--output-len", &spec.output_len, "output tokens (fixed)");
-  a.Add("--seed", &seed, "seed of the lengths and prompt tokens");
-  a.Add("-c,--max-model-len", &c.max_model_len, "longest sequence; contiguous reserves this much");
-  a.Add("--kv-cache-memory", &kv_memory,
-        "KV budget of each layout, e.g. 128MiB (default: 16 max_model_len sequences)");
-  a.Add("--block-size", &c.block_size, "token slots per paged block");
-  a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
-  a.Add("--max-num-seqs", &c.max_num_seqs,
-        "sequences running at once (set high: the pool "
-        "should be what limits concurrency)");
-  a.Add("--max-num-batched-tokens", &c.max_num_batched_tokens, "tokens per step");
-  a.Add("-t,--threads", &c.threads, "CPU threads (0: all)");
-  a.Add("--admission-headroom", &c.admission_headroom,
-        "tokens of growth kept free per running sequence when admitting (paged; 0: none)");
-  // Default cpu: on a GPU a decode step costs about the same for 1 or 50 sequences, which
-  // is where the paged cache's fewer steps finish sooner; --device cuda shows that.
-  EngineFlags ef;
-  ef.device = "cpu";
-  ef.RegisterDevice(a);
-  a.Add("-o,--output", &format, "md or json");
-  a.Add("--plot", &plot, "write an SVG of occupancy over steps to this file");
-  a.Add("--json-out", &json_out, "also write the JSON to this file (whatever -o prints)");
+  f.Register(a);
   if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
+  std::string &model_path = f.model_path, &dist = f.dist, &kv_dtype = f.kv_dtype,
+              &kv_memory = f.kv_memory, &format = f.format, &plot = f.plot, &json_out = f.json_out;
+  WorkloadSpec& spec = f.spec;
+  EngineConfig& c = f.c;
+  const EngineFlags& ef = f.ef;
+  const int64_t seed = f.seed;
   if (format != "md" && format != "json") {
     return Fail(absl::InvalidArgumentError("-o must be md or json"), 2);
   }

@@ -14,6 +14,64 @@
 #include "examples/pagedinfer/read_text.h"
 
 namespace pinfer::cli {
+namespace {
+
+// --kl-base (save the scored log-probabilities) or --kl (compare against saved ones).
+struct KlSide {
+  std::unique_ptr<KlBaseWriter> writer;
+  std::unique_ptr<KlBaseReader> reader;
+  KlAccumulator acc;
+
+  // rc 0, or the exit code of a failure (reported).
+  int Open(const std::string& save, const std::string& compare, const PerplexityPlan& plan,
+           int n_vocab) {
+    if (!save.empty()) {
+      auto w = KlBaseWriter::Create(save, plan, n_vocab);
+      if (!w.ok()) return Fail(w.status());
+      writer = std::move(*w);
+    }
+    if (!compare.empty()) {
+      auto r = KlBaseReader::Open(compare, plan, n_vocab);
+      if (!r.ok()) return Fail(r.status(), 2);
+      reader = std::move(*r);
+    }
+    return 0;
+  }
+  void Attach(PerplexityCallbacks* cb) {
+    if (!writer && !reader) return;
+    cb->on_log_probs = [this](int64_t, const float* lp, int nv, int32_t) -> absl::Status {
+      if (writer) return writer->Add(lp, nv);
+      absl::StatusOr<const float*> base = reader->Next();
+      if (!base.ok()) return base.status();
+      acc.Add(*base, lp, nv);
+      return absl::OkStatus();
+    };
+  }
+  int Report(const PerplexityResult& r, int n_vocab, const std::string& save) {
+    if (writer) {
+      if (absl::Status s = writer->Close(); !s.ok()) return Fail(s);
+      std::printf("saved %lld x %d log-probabilities to %s\n", static_cast<long long>(r.count),
+                  n_vocab, save.c_str());
+    }
+    if (reader) {
+      const KlStats k = acc.Result();
+      std::printf("Mean KLD: %.6f +/- %.6f\n", k.mean_kl, k.kl_stderr);
+      std::printf("99.0%% KLD: %.6f   max KLD: %.6f\n", k.p99_kl, k.max_kl);
+      std::printf("Same top-1: %.2f%% of %lld positions\n", 100 * k.top1_agreement,
+                  static_cast<long long>(k.count));
+    }
+    return 0;
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Model>> LoadWithProgress(const std::string& path) {
+  LoadProgress progress(path);
+  progress.Stage("mapping the file, binding weights and tokenizer");
+  return Model::Load(path);
+}
+
+}  // namespace
+
 int PerplexityMain(int argc, char** argv) {
   std::string model_path, text_path, kv = "f16", kl_base, kl;
   int ctx = 512, batch = 0, threads = 0, chunks = 0;
@@ -44,19 +102,13 @@ int PerplexityMain(int argc, char** argv) {
     return 2;
   }
   if (!kl_base.empty() && !kl.empty()) {
-    std::fprintf(stderr, "error: give --kl-base (save) or --kl (compare), not both\n");
-    return 2;
+    return Fail(absl::InvalidArgumentError("give --kl-base (save) or --kl (compare), not both"), 2);
   }
   absl::StatusOr<KvDtype> dtype = ParseKvDtype(kv);
   if (!dtype.ok()) return Fail(dtype.status(), 2);
   absl::StatusOr<std::string> text = ReadTextFile(text_path);
   if (!text.ok()) return Fail(text.status(), 2);
-  absl::StatusOr<std::unique_ptr<Model>> model;
-  {
-    LoadProgress progress(model_path);
-    progress.Stage("mapping the file, binding weights and tokenizer");
-    model = Model::Load(model_path);
-  }
+  absl::StatusOr<std::unique_ptr<Model>> model = LoadWithProgress(model_path);
   if (!model.ok()) return Fail(model.status());
   absl::StatusOr<PerplexityPlan> plan = PlanPerplexity(**model, *text, ctx, chunks);
   if (!plan.ok()) return Fail(plan.status(), 2);
@@ -66,33 +118,14 @@ int PerplexityMain(int argc, char** argv) {
                model_path.c_str(), (*model)->WeightFormat().c_str(), kv.c_str(),
                plan->tokens.size(), plan->n_chunks, plan->n_ctx, plan->scored_per_chunk());
 
-  std::unique_ptr<KlBaseWriter> writer;
-  std::unique_ptr<KlBaseReader> reader;
-  KlAccumulator acc;
-  if (!kl_base.empty()) {
-    auto w = KlBaseWriter::Create(kl_base, *plan, n_vocab);
-    if (!w.ok()) return Fail(w.status());
-    writer = std::move(*w);
-  }
-  if (!kl.empty()) {
-    auto r = KlBaseReader::Open(kl, *plan, n_vocab);
-    if (!r.ok()) return Fail(r.status(), 2);
-    reader = std::move(*r);
-  }
+  KlSide kls;
+  if (int rc = kls.Open(kl_base, kl, *plan, n_vocab); rc != 0) return rc;
   PerplexityCallbacks cb;
   cb.on_chunk = [](int done, int n, double ppl, double secs) {
     std::printf("[%d/%d] %.4f  (%.1f s)\n", done, n, ppl, secs);
     std::fflush(stdout);
   };
-  if (writer || reader) {
-    cb.on_log_probs = [&](int64_t, const float* lp, int nv, int32_t) -> absl::Status {
-      if (writer) return writer->Add(lp, nv);
-      absl::StatusOr<const float*> base = reader->Next();
-      if (!base.ok()) return base.status();
-      acc.Add(*base, lp, nv);
-      return absl::OkStatus();
-    };
-  }
+  kls.Attach(&cb);
   PerplexityOptions opt;
   opt.n_ctx = ctx;
   opt.n_batch = batch;
@@ -111,19 +144,7 @@ int PerplexityMain(int argc, char** argv) {
   if (!r.ok()) return Fail(r.status());
   std::printf("Final estimate: PPL = %.4f +/- %.5f  (%lld tokens scored, %.2f s)\n", r->ppl,
               r->ppl_stderr, static_cast<long long>(r->count), r->seconds);
-  if (writer) {
-    if (absl::Status s = writer->Close(); !s.ok()) return Fail(s);
-    std::printf("saved %lld x %d log-probabilities to %s\n", static_cast<long long>(r->count),
-                n_vocab, kl_base.c_str());
-  }
-  if (reader) {
-    const KlStats k = acc.Result();
-    std::printf("Mean KLD: %.6f +/- %.6f\n", k.mean_kl, k.kl_stderr);
-    std::printf("99.0%% KLD: %.6f   max KLD: %.6f\n", k.p99_kl, k.max_kl);
-    std::printf("Same top-1: %.2f%% of %lld positions\n", 100 * k.top1_agreement,
-                static_cast<long long>(k.count));
-  }
-  return 0;
+  return kls.Report(*r, n_vocab, kl_base);
 }
 
 }  // namespace pinfer::cli
