@@ -1,5 +1,6 @@
 #include "server/tokenize.h"
 
+#include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
 #include "server/request_json.h"
 #include "server/response_json.h"
@@ -12,6 +13,9 @@ using request_json::Bad;
 using request_json::GetBool;
 
 std::optional<ApiError> Object(const std::string& body, json* j) {
+  if (absl::Status s = CheckJsonLimits(body, "the request body", kRequestJsonLimits); !s.ok()) {
+    return Bad("", std::string(s.message()));
+  }
   *j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j->is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j->is_object()) return Bad("", "the request body must be a JSON object");
