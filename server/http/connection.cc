@@ -6,6 +6,8 @@
 #include <boost/beast/http/read.hpp>
 #include <shared_mutex>
 
+#include "server/http/request_checks.h"
+
 namespace pinfer::http {
 namespace {
 
@@ -15,12 +17,6 @@ namespace bhttp = boost::beast::http;
 
 constexpr size_t kReadChunk = 4096;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-
-std::string SizeText(size_t bytes) {
-  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " bytes";
-}
 
 }  // namespace
 
@@ -96,89 +92,35 @@ void Connection::ReadHeader() {
 
 void Connection::OnReadError(const error_code& ec) {
   if (state_ == State::kClosed) return;
-  if (ec == bhttp::error::header_limit || ec == bhttp::error::buffer_overflow) {
-    return Refuse(431,
-                  "the request's headers exceed " + SizeText(shared_->limits().max_header_bytes));
+  if (std::optional<Refusal> r = RefusalForReadError(ec, shared_->limits())) {
+    return Refuse(r->status, r->message);
   }
-  if (ec == bhttp::error::body_limit) {
-    return Refuse(413, "the request body is larger than the server's limit of " +
-                           SizeText(shared_->limits().max_body) + " (--max-body)");
-  }
-  if (ec == beast::error::timeout) {
-    shared_->Count(&ServerStats::timeouts);
-    return Close();  // the deadline closed the socket: no one to answer
-  }
-  if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
-      ec == net::error::eof || ec == net::error::connection_reset ||
-      ec == net::error::operation_aborted || ec == net::error::bad_descriptor) {
-    return Close();
-  }
-  Refuse(400, "malformed HTTP request (" + ec.message() + ")");
+  if (ec == beast::error::timeout) shared_->Count(&ServerStats::timeouts);
+  Close();  // no one to answer (the deadline closed the socket, or the client left)
 }
 
 void Connection::OnHeader(const error_code& ec) {
   if (ec) return OnReadError(ec);
-  if (!CheckHeader()) return;
-  auto& req = parser_->get();
-  if (auto it = req.find(bhttp::field::expect); it != req.end()) {
-    if (!EqualsIgnoreCase(it->value(), "100-continue")) {
-      return Refuse(417, "the only expectation this server meets is 100-continue");
-    }
-    if (!parser_->is_done()) {
-      // The client waits for this before sending its body.
-      stream_.expires_at(deadline_);
-      return net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                              [self = shared_from_this()](const error_code& wec, size_t) {
-                                if (wec) return self->Close();
-                                self->stream_.expires_at(self->deadline_);
-                                bhttp::async_read(
-                                    self->stream_, self->buffer_, *self->parser_,
-                                    [self](const error_code& e, size_t) { self->OnBody(e); });
-                              });
-    }
+  if (std::optional<Refusal> r = CheckRequestHeader(parser_->get(), shared_->limits())) {
+    return Refuse(r->status, r->message);
   }
   if (parser_->is_done()) return OnBody({});
   // A chunked body grows up to the limit without reallocating (an untouched reservation
   // costs address space, not memory), so it never holds more than the limit at once.
   if (parser_->chunked()) parser_->get().body().reserve(shared_->limits().max_body);
-  bhttp::async_read(stream_, buffer_, *parser_,
-                    [self = shared_from_this()](const error_code& e, size_t) { self->OnBody(e); });
-}
-
-// Refuses what the limits or this server do not allow, before any body byte is read.
-bool Connection::CheckHeader() {
-  const auto& req = parser_->get();
-  const Limits& l = shared_->limits();
-  if (req.version() != 10 && req.version() != 11) {
-    Refuse(505, "only HTTP/1.0 and HTTP/1.1 are served");
-    return false;
-  }
-  int fields = 0;
-  for (auto it = req.begin(); it != req.end(); ++it) ++fields;
-  if (fields > l.max_headers) {
-    Refuse(431, "the request has " + std::to_string(fields) + " header fields; at most " +
-                    std::to_string(l.max_headers) + " are accepted");
-    return false;
-  }
-  if (auto it = req.find(bhttp::field::content_encoding);
-      it != req.end() && !EqualsIgnoreCase(it->value(), "identity")) {
-    Refuse(415, "Content-Encoding '" + std::string(it->value()) +
-                    "' is not accepted: send the request body uncompressed");
-    return false;
-  }
-  if (auto it = req.find(bhttp::field::transfer_encoding); it != req.end()) {
-    if (!EqualsIgnoreCase(it->value(), "chunked") ||
-        req.count(bhttp::field::transfer_encoding) > 1) {
-      Refuse(501, "Transfer-Encoding '" + std::string(it->value()) +
-                      "' is not supported (only chunked)");
-      return false;
-    }
-    if (req.find(bhttp::field::content_length) != req.end()) {
-      Refuse(400, "a request must not carry both Content-Length and Transfer-Encoding");
-      return false;
-    }
-  }
-  return true;
+  auto read_body = [self = shared_from_this()] {
+    self->stream_.expires_at(self->deadline_);
+    bhttp::async_read(self->stream_, self->buffer_, *self->parser_,
+                      [self](const error_code& e, size_t) { self->OnBody(e); });
+  };
+  if (!ExpectsContinue(parser_->get())) return read_body();
+  // The client waits for this before it sends its body.
+  stream_.expires_at(deadline_);
+  net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                   [self = shared_from_this(), read_body](const error_code& wec, size_t) {
+                     if (wec) return self->Close();
+                     read_body();
+                   });
 }
 
 void Connection::OnBody(const error_code& ec) {
@@ -195,16 +137,7 @@ void Connection::Dispatch() {
   if (shared_->draining_flag.load()) {
     return Refuse(503, "the server is shutting down");
   }
-  Request req;
-  req.method = std::string(msg.method_string());
-  req.target = std::string(msg.target());
-  const size_t q = req.target.find('?');
-  req.path = req.target.substr(0, q);
-  if (q != std::string::npos) req.query = req.target.substr(q + 1);
-  req.version = version_;
-  for (const auto& f : msg) req.headers.emplace_back(f.name_string(), f.value());
-  req.body = std::move(msg.body());
-  req.remote_address = remote_;
+  Request req = ToRequest(std::move(msg), remote_);
   parser_.reset();
 
   const Router::Route route = shared_->router.Find(req.method, req.path);

@@ -46,7 +46,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadRequest(bool first);
   void ReadHeader();
   void OnHeader(const error_code& ec);
-  bool CheckHeader();
   void OnBody(const error_code& ec);
   void OnReadError(const error_code& ec);
   void Dispatch();

@@ -68,7 +68,9 @@ TEST(HttpLimitsTest, ChunkedBodyOverTheLimitIs413AndMemoryStaysAtTheLimit) {
               sent / 1e6, rss.Growth() / 1048576.0, l.max_body / 1048576.0);
   EXPECT_EQ(StatusOf(answer), 413) << answer.substr(0, 200);
   EXPECT_EQ(s.echoes.load(), 0) << "the handler must never see an oversized body";
-  EXPECT_LT(rss.Growth(), static_cast<int64_t>(l.max_body) + (1 << 20));
+  if (!testing::kUnderSanitizer) {
+    EXPECT_LT(rss.Growth(), static_cast<int64_t>(l.max_body) + (1 << 20));
+  }
   EXPECT_LT(sent, kTotal) << "the server should stop reading at the limit";
 }
 
@@ -118,7 +120,9 @@ TEST(HttpLimitsTest, GzipBombIs415WithoutInflating) {
     std::printf("%s: %zu of %zu compressed bytes sent; peak RSS grew by %.2f MiB\n", encoding, sent,
                 bomb.size(), rss.Growth() / 1048576.0);
     EXPECT_EQ(StatusOf(answer), 415) << answer.substr(0, 200);
-    EXPECT_LT(rss.Growth(), static_cast<int64_t>(Limits{}.max_body));
+    if (!testing::kUnderSanitizer) {
+      EXPECT_LT(rss.Growth(), static_cast<int64_t>(Limits{}.max_body));
+    }
   }
   EXPECT_EQ(s.echoes.load(), 0);
 }
@@ -149,7 +153,9 @@ TEST(HttpLimitsTest, TwoHundredThousandHeadersAre431) {
   std::printf("%.1f MB of headers sent before the answer; peak RSS grew by %.2f MiB\n", sent / 1e6,
               rss.Growth() / 1048576.0);
   EXPECT_EQ(StatusOf(answer), 431) << answer.substr(0, 200);
-  EXPECT_LT(rss.Growth(), 4 << 20);
+  if (!testing::kUnderSanitizer) {
+    EXPECT_LT(rss.Growth(), 4 << 20);
+  }
 }
 
 TEST(HttpLimitsTest, MoreHeaderFieldsThanTheCountLimitAre431) {
@@ -186,6 +192,10 @@ TEST(HttpLimitsTest, AClientThatDripsItsRequestIsCutAtTheRequestDeadline) {
   ::close(fd);
   EXPECT_TRUE(closed || secs < 9) << "the dripping connection stayed open";
   EXPECT_LT(secs, 5.0);
+  // The count is taken on the I/O thread just after the close the client saw.
+  for (int i = 0; i < 100 && s.server().stats().timeouts == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_GE(s.server().stats().timeouts, 1);
 }
 

@@ -101,6 +101,19 @@ class TestServer {
   bool released_ = false;                        // guarded by mu_
 };
 
+// Sanitizers keep shadow memory and quarantines: memory figures mean nothing under them.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+
 // Resident memory of this process in bytes (VmRSS), 0 if unknown.
 inline int64_t ResidentBytes() {
   std::ifstream in("/proc/self/status");
