@@ -1,5 +1,6 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -47,7 +48,51 @@ absl::Status ModelConfig::Validate() const {
       }
     }
   }
+  if (!layers.empty()) {
+    if (layers.size() != static_cast<size_t>(n_layers)) {
+      return bad(
+          absl::StrCat(layers.size(), " per-layer attention entries for ", n_layers, " layers"));
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const LayerAttention& a = layers[l];
+      if (a.window < 0)
+        return bad(absl::StrCat("layer ", l, ": sliding window ", a.window, " < 0"));
+      if (!(a.rope_theta > 0) || !std::isfinite(a.rope_theta) || !(a.rope_freq_scale > 0) ||
+          !std::isfinite(a.rope_freq_scale)) {
+        return bad(absl::StrCat("layer ", l, ": RoPE base ", a.rope_theta, " and scale ",
+                                a.rope_freq_scale, " must be positive and finite"));
+      }
+    }
+  }
   return absl::OkStatus();
+}
+
+LayerAttention ModelConfig::layer(int l) const {
+  if (!layers.empty()) return layers[static_cast<size_t>(l)];
+  return LayerAttention{0, rope_theta, rope_freq_scale};
+}
+
+int ModelConfig::max_window() const {
+  int w = 0;
+  for (const LayerAttention& a : layers) w = std::max(w, a.window);
+  return w;
+}
+
+int ModelConfig::n_window_layers() const {
+  int n = 0;
+  for (const LayerAttention& a : layers) n += a.window > 0;
+  return n;
+}
+
+void ModelConfig::SetSlidingWindow(int window, int period, float swa_theta, float swa_scale) {
+  layers.clear();
+  if (window <= 0 || period < 0) return;
+  layers.resize(static_cast<size_t>(std::max(n_layers, 0)));
+  for (int l = 0; l < n_layers; ++l) {
+    const bool swa = period == 0 || l % period < period - 1;
+    layers[static_cast<size_t>(l)] = swa ? LayerAttention{window, swa_theta, swa_scale}
+                                         : LayerAttention{0, rope_theta, rope_freq_scale};
+  }
 }
 
 KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype) {

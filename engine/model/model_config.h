@@ -18,6 +18,18 @@ class GgufWriter;
 // Hugging Face checkpoints and GGUF "qwen2" rotate halves (x[i], x[i + head_dim/2]).
 enum class RopeStyle { kAdjacentPairs, kHalves };
 
+// The attention of one layer (see ModelConfig::layers).
+struct LayerAttention {
+  // Sliding window in tokens. A query at position p attends to the keys at positions
+  // max(0, p - window + 1) .. p: the last `window` positions, its own included (llama.cpp's
+  // LLAMA_SWA_TYPE_STANDARD mask, Hugging Face's sliding_window). 0: full causal attention over
+  // every position 0 .. p.
+  int window = 0;
+  float rope_theta = 10000.0f;   // RoPE base of this layer (gemma3: 10000 local, 1e6 global)
+  float rope_freq_scale = 1.0f;  // linear RoPE scaling of this layer (gemma3: 1/8 global only)
+  bool full() const { return window == 0; }
+};
+
 struct ModelConfig {
   std::string arch = "llama";  // "llama" | "qwen2"
   std::string name;            // general.name or the folder name
@@ -40,9 +52,28 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;
   bool qkv_bias = false;         // qwen2
   bool tied_embeddings = false;  // output projection reuses token_embd
+  // Per-layer attention: [n_layers] entries, or empty when every layer is full attention with
+  // rope_theta and rope_freq_scale above. The loaders fill it for models with sliding windows
+  // (Mistral 7B v0.1: every layer 4096; gemma2: every other layer; gemma3: five local layers of
+  // 1024 for each global one, with their own RoPE bases). Read it through layer(l), which
+  // resolves the empty case. rope_freq_factors (when present) apply to every layer.
+  std::vector<LayerAttention> layers;
 
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
+  // Layer l's attention (0 <= l < n_layers).
+  LayerAttention layer(int l) const;
+  // Whether any layer has a sliding window; the largest window (0 when none); how many layers
+  // have one.
+  bool has_sliding_window() const { return max_window() > 0; }
+  int max_window() const;
+  int n_window_layers() const;
+  // Sets `layers` the way llama.cpp's set_swa_pattern does: with period n > 0, layer l is a
+  // window layer when l % n < n - 1 (every n-th layer, counting from 1, is full attention: n 1
+  // makes none a window layer); period 0 makes every layer a window layer. Window layers get
+  // (window, swa_theta, swa_scale), full layers (0, rope_theta, rope_freq_scale). Call it after
+  // n_layers, rope_theta and rope_freq_scale are set. window <= 0 clears `layers`.
+  void SetSlidingWindow(int window, int period, float swa_theta, float swa_scale);
   // Checks the shape is self-consistent (positive sizes, n_heads % n_kv_heads == 0, ...).
   absl::Status Validate() const;
 };
