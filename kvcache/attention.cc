@@ -65,29 +65,31 @@ void PrefetchRows(const uint8_t* first_row, int rows, size_t row_bytes, RowSpan 
 #endif
 }
 
-// Calls fn(t, row) for the rows of tokens [0, n_ctx) of one layer's keys or values.
+// Calls fn(t - first, row) for the rows of tokens [first, n_ctx) of one layer's keys or values.
 template <typename Fn>
-void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int n_ctx,
-                RowSpan span, Fn fn) {
+void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int first,
+                int n_ctx, RowSpan span, Fn fn) {
   const int bs = cache.block_size();
   const size_t row_bytes = cache.row_bytes();
-  int t = 0;
-  for (size_t blk = 0; t < n_ctx; ++blk) {
-    const uint8_t* row = cache.Row(table[blk], layer, kv, 0);  // a block's rows are adjacent
-    const int stop = std::min(n_ctx, t + bs);
+  int t = first;
+  for (size_t blk = static_cast<size_t>(first / bs); t < n_ctx; ++blk) {
+    // A block's rows are adjacent; the first block may be entered part-way.
+    const uint8_t* row = cache.Row(table[blk], layer, kv, t % bs);
+    const int stop = std::min(n_ctx, (t / bs + 1) * bs);
     if (stop < n_ctx) {
       PrefetchRows(cache.Row(table[blk + 1], layer, kv, 0), std::min(bs, n_ctx - stop), row_bytes,
                    span);
     }
-    for (; t < stop; ++t, row += row_bytes) fn(t, row);
+    for (; t < stop; ++t, row += row_bytes) fn(t - first, row);
   }
 }
 
 }  // namespace
 
 size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx) {
-  // Scores of every query head over the context, plus one decoded row slice.
-  return static_cast<size_t>(std::max(s.n_heads, 0)) * static_cast<size_t>(std::max(n_ctx, 0)) +
+  // Scores of every query head over the attended positions, plus one decoded row slice.
+  const int n_att = s.window > 0 ? std::min(n_ctx, s.window) : n_ctx;
+  return static_cast<size_t>(std::max(s.n_heads, 0)) * static_cast<size_t>(std::max(n_att, 0)) +
          static_cast<size_t>(std::max(s.n_kv_heads, 0)) *
              static_cast<size_t>(std::max(s.head_dim, 0));
 }
@@ -106,14 +108,17 @@ void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape&
   float* out_q = out + static_cast<size_t>(kv_begin) * group * hd;
   const float* q_q = q + static_cast<size_t>(kv_begin) * group * hd;
   std::fill(out_q, out_q + static_cast<size_t>(n_q) * hd, 0.0f);
+  // The window: positions [first, n_ctx), n_att of them.
+  const int first = s.window > 0 ? std::max(0, n_ctx - s.window) : 0;
+  const int n_att = n_ctx - first;
   // A context the sequence does not hold (or storage that is not host memory) yields zeros
   // rather than reading outside the pool.
-  if (n_ctx <= 0 || table.empty() || !cache.Row(table[0], layer, 0, 0) ||
-      static_cast<int64_t>(table.size()) * cache.block_size() < n_ctx) {
+  if (n_ctx <= 0 || static_cast<int64_t>(table.size()) * cache.block_size() < n_ctx ||
+      !cache.Row(table[static_cast<size_t>(first / cache.block_size())], layer, 0, 0)) {
     return;
   }
-  float* scores = scratch;  // [n_q][n_ctx]
-  float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_ctx);
+  float* scores = scratch;  // [n_q][n_att]
+  float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_att);
   const int64_t slice_begin = static_cast<int64_t>(kv_begin) * hd;
   const int64_t slice_len = static_cast<int64_t>(kv_end - kv_begin) * hd;
   // The bytes of a row the slice touches, in proportion (a prefetch hint, so approximate:
@@ -125,29 +130,31 @@ void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape&
       rb, rb * static_cast<size_t>(slice_begin + slice_len) / static_cast<size_t>(n_row) + 64);
   // Keys: each row's slice for these kv heads is decoded once; every query head of each
   // group scores it.
-  ForEachRow(cache, table, layer, 0, n_ctx, span, [&](int t, const uint8_t* row) {
+  const float cap = s.softcap, inv_cap = s.softcap > 0 ? 1.0f / s.softcap : 0.0f;
+  ForEachRow(cache, table, layer, 0, first, n_ctx, span, [&](int t, const uint8_t* row) {
     KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
     for (int h = 0; h < n_q; ++h) {
-      scores[static_cast<size_t>(h) * n_ctx + t] =
-          Dot(q_q + static_cast<size_t>(h) * hd, row_buf + (h / group) * hd, hd) * s.scale;
+      float dot = Dot(q_q + static_cast<size_t>(h) * hd, row_buf + (h / group) * hd, hd);
+      if (cap > 0) dot = cap * std::tanh(dot * inv_cap);
+      scores[static_cast<size_t>(h) * n_att + t] = dot * s.scale;
     }
   });
   for (int h = 0; h < n_q; ++h) {
-    float* p = scores + static_cast<size_t>(h) * n_ctx;
-    const float mx = *std::max_element(p, p + n_ctx);
+    float* p = scores + static_cast<size_t>(h) * n_att;
+    const float mx = *std::max_element(p, p + n_att);
     float sum = 0;
-    for (int t = 0; t < n_ctx; ++t) {
+    for (int t = 0; t < n_att; ++t) {
       p[t] = std::exp(p[t] - mx);
       sum += p[t];
     }
     const float inv = 1.0f / sum;
-    for (int t = 0; t < n_ctx; ++t) p[t] *= inv;
+    for (int t = 0; t < n_att; ++t) p[t] *= inv;
   }
   // Values, accumulated in token order.
-  ForEachRow(cache, table, layer, 1, n_ctx, span, [&](int t, const uint8_t* row) {
+  ForEachRow(cache, table, layer, 1, first, n_ctx, span, [&](int t, const uint8_t* row) {
     KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
     for (int h = 0; h < n_q; ++h) {
-      Axpy(scores[static_cast<size_t>(h) * n_ctx + t], row_buf + (h / group) * hd,
+      Axpy(scores[static_cast<size_t>(h) * n_att + t], row_buf + (h / group) * hd,
            out_q + static_cast<size_t>(h) * hd, hd);
     }
   });

@@ -10,18 +10,27 @@ struct AttentionShape {
   int n_heads = 0;     // query heads
   int n_kv_heads = 0;  // key/value heads (grouped-query: n_heads % n_kv_heads == 0)
   int head_dim = 0;
-  float scale = 0;     // usually 1 / sqrt(head_dim)
+  float scale = 0;  // usually 1 / sqrt(head_dim)
+  // Sliding window in positions: > 0 attends only to the last `window` positions of the
+  // context (keys max(0, n_ctx - window) .. n_ctx - 1, the query's own included: llama.cpp's
+  // LLAMA_SWA_TYPE_STANDARD mask, which drops key p0 for query p1 when p1 - p0 >= window);
+  // rows before them are never read, so their blocks may be gone. 0: the whole context.
+  int window = 0;
+  // Attention logit soft-capping (gemma2): > 0 turns each score q.k into
+  // softcap * tanh(q.k / softcap) before it is multiplied by `scale`, as llama.cpp orders them.
+  float softcap = 0;
 };
 
 // Floats of scratch AttendOne needs for a context of n_ctx tokens.
 size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx);
 
-// One query token of sequence `seq` in `layer` attends to cache positions [0, n_ctx).
+// One query token of sequence `seq` in `layer` attends to cache positions [0, n_ctx) (the last
+// s.window of them when s.window > 0).
 // q:   [n_heads x head_dim] (RoPE applied), out: [n_heads x head_dim].
 // Only the query heads of kv heads [kv_begin, kv_end) are computed (for splitting across
 // threads). Softmax in float32, accumulation in token order, so the result does not depend
 // on the layout or the block size.
-void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s,
-               const float* q, int n_ctx, int kv_begin, int kv_end, float* out, float* scratch);
+void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
+               int n_ctx, int kv_begin, int kv_end, float* out, float* scratch);
 
 }  // namespace pinfer

@@ -41,6 +41,7 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
   const ModelConfig& c = model_.config();
   AttentionShape shape{c.n_heads, c.n_kv_heads, c.head_dim,
                        1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  shape.window = c.layer(layer).window;
   const int64_t items = static_cast<int64_t>(batch.size()) * c.n_kv_heads;
   pool_.ParallelFor(
       items,

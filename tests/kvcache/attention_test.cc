@@ -67,7 +67,8 @@ std::vector<float> Attend(const Filled& f, const std::vector<float>& q, int n_ct
   return out;
 }
 
-// Plain float64 attention over the decoded rows.
+// Plain float64 attention over the decoded rows (the last f.shape.window of them when set,
+// scores soft-capped when f.shape.softcap is).
 std::vector<double> Reference(const Filled& f, const std::vector<float>& q, int n_ctx) {
   const AttentionShape& s = f.shape;
   const int hd = s.head_dim, group = s.n_heads / s.n_kv_heads, n_row = s.n_kv_heads * hd;
@@ -84,14 +85,16 @@ std::vector<double> Reference(const Filled& f, const std::vector<float>& q, int 
     const int kvh = h / group;
     std::vector<double> p(static_cast<size_t>(n_ctx));
     double mx = -INFINITY, sum = 0;
-    for (int t = 0; t < n_ctx; ++t) {
+    const int first = s.window > 0 ? std::max(0, n_ctx - s.window) : 0;
+    for (int t = first; t < n_ctx; ++t) {
       double dot = 0;
       for (int i = 0; i < hd; ++i) dot += (double)q[h * hd + i] * k[t][kvh * hd + i];
+      if (s.softcap > 0) dot = s.softcap * std::tanh(dot / s.softcap);
       p[t] = dot * s.scale;
       mx = std::max(mx, p[t]);
     }
-    for (double& x : p) sum += (x = std::exp(x - mx));
-    for (int t = 0; t < n_ctx; ++t) {
+    for (int t = first; t < n_ctx; ++t) sum += (p[t] = std::exp(p[t] - mx));
+    for (int t = first; t < n_ctx; ++t) {
       for (int i = 0; i < hd; ++i) out[h * hd + i] += p[t] / sum * v[t][kvh * hd + i];
     }
   }
@@ -155,6 +158,57 @@ TEST(Attention, SplittingKvHeadsGivesTheSameResult) {
               scratch.data());
   }
   EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace pinfer
+
+namespace pinfer {
+namespace {
+
+// A sliding window reads only the last `window` rows: rows before it are overwritten with NaN
+// and the result still matches the float64 reference over the window; soft-capping too.
+TEST(Attention, WindowReadsOnlyTheLastPositionsAndSoftcapMatchesReference) {
+  constexpr double kTol = 1e-4;
+  for (KvDtype d : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0}) {
+    for (int window : {1, 5, 16, 64, 400}) {
+      for (int n_ctx : {1, 16, 17, 300}) {
+        for (float softcap : {0.0f, 5.0f}) {
+          SCOPED_TRACE(testing::Message() << KvDtypeName(d) << " window " << window << " ctx "
+                                          << n_ctx << " softcap " << softcap);
+          Filled f = MakeCache(d, KvLayout::kPaged, 16, 8, 4, 16, n_ctx, 21);
+          f.shape.window = window;
+          f.shape.softcap = softcap;
+          const std::vector<float> q = Query(8, 16, 13);
+          const std::vector<double> ref = Reference(f, q, n_ctx);
+          std::vector<float> nan_row(4 * 16, std::nanf(""));
+          for (int t = 0; t < n_ctx - window; ++t) {
+            for (int kv = 0; kv < 2; ++kv) {
+              KvEncodeRow(d, nan_row.data(), f.cache->TokenRow(1, t, kLayer, kv), 4 * 16);
+            }
+          }
+          const std::vector<float> out = Attend(f, q, n_ctx);
+          for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], ref[i], kTol) << "at " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, WindowPagedAndContiguousAreBitIdentical) {
+  const std::vector<float> q = Query(8, 16, 17);
+  for (int n_ctx : {40, 300}) {
+    Filled contiguous = MakeCache(KvDtype::kF16, KvLayout::kContiguous, 16, 8, 4, 16, n_ctx, 4);
+    contiguous.shape.window = 37;
+    const std::vector<float> want = Attend(contiguous, q, n_ctx);
+    for (int bs : {8, 16, 256}) {
+      Filled paged = MakeCache(KvDtype::kF16, KvLayout::kPaged, bs, 8, 4, 16, n_ctx, 4);
+      paged.shape.window = 37;
+      const std::vector<float> got = Attend(paged, q, n_ctx);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << "ctx " << n_ctx << " bs " << bs;
+    }
+  }
 }
 
 }  // namespace
