@@ -9,6 +9,7 @@
 
 #include "kvcache/attention.h"
 #include "kvcache/kv_cache.h"
+#include "kvcache/kv_codec.h"
 
 namespace pinfer {
 namespace {

@@ -43,7 +43,7 @@ absl::Status ResolveLimits(const ModelConfig& mc, EngineConfig* config) {
 
 // Slots per KV block: the contiguous layout's one block per sequence holds max_model_len.
 int BlockSlots(const EngineConfig& config) {
-  return config.kv_layout == KvLayout::kContiguous ? config.max_model_len : config.block_size;
+  return KvBlockSlots(config.kv_layout, config.block_size, config.max_model_len);
 }
 
 // Step 2. The given backend, or the CPU's, holding its buffers for the engine's limits.

@@ -13,6 +13,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kvcache/kv_codec.h"
+
 namespace pinfer {
 namespace {
 

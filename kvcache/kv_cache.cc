@@ -38,9 +38,8 @@ class HostKvStorage final : public KvStorage {
   uint8_t* data_ = nullptr;
 };
 
-// Block size the layout uses: contiguous blocks hold a whole max_model_len sequence.
 int LayoutBlockSize(const KvCacheConfig& c) {
-  return c.layout == KvLayout::kContiguous ? c.max_model_len : c.block_size;
+  return KvBlockSlots(c.layout, c.block_size, c.max_model_len);
 }
 
 size_t BlockBytesOf(const KvCacheConfig& c, size_t row_bytes) {
@@ -58,6 +57,10 @@ absl::StatusOr<KvLayout> ParseKvLayout(std::string_view name) {
 
 std::string_view KvLayoutName(KvLayout l) {
   return l == KvLayout::kContiguous ? "contiguous" : "paged";
+}
+
+int KvBlockSlots(KvLayout layout, int block_size, int max_model_len) {
+  return layout == KvLayout::kContiguous ? max_model_len : block_size;
 }
 
 // ---- Impl -------------------------------------------------------------------------------
@@ -156,7 +159,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
                                                      "..", kMaxBlockSize, " (16 is usual)"));
     }
   } else {
-    c.block_size = c.max_model_len;  // one block holds a whole sequence
+    c.block_size = LayoutBlockSize(c);  // one block holds a whole sequence
     c.prefix_caching = false;
   }
   const size_t block_bytes = BlockBytesOf(c, *row);

@@ -25,6 +25,9 @@ using SeqId = int64_t;
 enum class KvLayout { kPaged, kContiguous };
 absl::StatusOr<KvLayout> ParseKvLayout(std::string_view name);  // "paged" | "contiguous"
 std::string_view KvLayoutName(KvLayout l);
+// Token slots per block: block_size when paged; the contiguous layout's one block per
+// sequence holds max_model_len. The one rule for both the cache and the engine's ledger.
+int KvBlockSlots(KvLayout layout, int block_size, int max_model_len);
 
 struct KvCacheConfig {
   int n_layers = 0;

@@ -1,6 +1,7 @@
-// Row encoders and decoders of the KV formats. Block formats (q8_0, q4_0) use GGUF's block
-// layouts (loaders/quants.h) and its reference scale choices; fp8 is e4m3 with a float32
-// per-row scale in front of the row (see kv_dtype.h).
+// Row encoders and decoders of the KV formats (kv_codec.h). The element and block formats
+// shared with GGUF (f32, f16, bf16, q8_0, q4_0) are encoded by the loaders' reference
+// quantizers (QuantizeRow: llama.cpp's scale choices); fp8 is e4m3 with a float32 per-row
+// scale in front of the row (see kv_dtype.h).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -10,7 +11,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kvcache/kv_dtype.h"
+#include "kvcache/kv_codec.h"
 #include "loaders/fp16.h"
 #include "loaders/quants.h"
 
@@ -75,48 +76,6 @@ void EncodeFp8(const float* src, uint8_t* dst, int64_t n) {
   }
 }
 
-// ---- q8_0: d = amax / 127, q = round(x / d).
-
-void EncodeQ8_0(const float* src, uint8_t* dst, int64_t n) {
-  for (int64_t b = 0; b < n / kQK8_0; ++b) {
-    const float* x = src + b * kQK8_0;
-    float amax = 0;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    BlockQ8_0 blk;
-    blk.d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) blk.qs[j] = static_cast<int8_t>(std::roundf(x[j] * id));
-    std::memcpy(dst + b * sizeof(BlockQ8_0), &blk, sizeof(blk));
-  }
-}
-
-// ---- q4_0: d = (value of largest magnitude) / -8, q = min(15, trunc(x / d + 8.5)).
-
-void EncodeQ4_0(const float* src, uint8_t* dst, int64_t n) {
-  for (int64_t b = 0; b < n / kQK4_0; ++b) {
-    const float* x = src + b * kQK4_0;
-    float amax = 0, max = 0;
-    for (int j = 0; j < kQK4_0; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0 ? 1.0f / d : 0.0f;
-    BlockQ4_0 blk;
-    blk.d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK4_0 / 2; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-      const int hi =
-          std::min(15, static_cast<int>(static_cast<int8_t>(x[j + kQK4_0 / 2] * id + 8.5f)));
-      blk.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
-    std::memcpy(dst + b * sizeof(BlockQ4_0), &blk, sizeof(blk));
-  }
-}
-
 // Block decoders over values [begin, begin + count) of the row: per block, the scale once,
 // then plain loops over the wanted values (which the compiler vectorises).
 void DecodeQ8_0(const uint8_t* row, int64_t begin, int64_t count, float* dst) {
@@ -177,29 +136,17 @@ void DecodeF16(const uint8_t* src, int64_t count, float* dst) {
 void KvEncodeRow(KvDtype d, const float* src, uint8_t* dst, int64_t n) {
   switch (d) {
     case KvDtype::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
+      return QuantizeRow(GgmlType::kF32, src, dst, n);
     case KvDtype::kF16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = Fp32ToFp16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
+      return QuantizeRow(GgmlType::kF16, src, dst, n);
     case KvDtype::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = Fp32ToBf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
+      return QuantizeRow(GgmlType::kBF16, src, dst, n);
     case KvDtype::kQ8_0:
-      EncodeQ8_0(src, dst, n);
-      return;
+      return QuantizeRow(GgmlType::kQ8_0, src, dst, n);
     case KvDtype::kQ4_0:
-      EncodeQ4_0(src, dst, n);
-      return;
+      return QuantizeRow(GgmlType::kQ4_0, src, dst, n);
     case KvDtype::kFp8E4M3:
-      EncodeFp8(src, dst, n);
-      return;
+      return EncodeFp8(src, dst, n);
   }
 }
 

@@ -5,6 +5,7 @@
 // values, q4_0: 18 per 32), so n must be a multiple of 32 for them.
 // fp8 is e4m3 (bias 7, max 448, no infinities) with one float32 scale per row stored in front
 // of the row's bytes: scale = max|x| / 448, so every row uses the full e4m3 range.
+// Encoding and decoding rows: kv_codec.h.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +26,5 @@ std::string_view KvDtypeName(KvDtype d);
 
 // Bytes of one encoded row of n values; InvalidArgument when n does not suit the format.
 absl::StatusOr<size_t> KvRowBytes(KvDtype d, int64_t n);
-
-// src[n] -> dst (KvRowBytes(d, n) bytes).
-void KvEncodeRow(KvDtype d, const float* src, uint8_t* dst, int64_t n);
-// Values [begin, begin + count) of an encoded row of n values -> dst[count].
-void KvDecodeRange(KvDtype d, const uint8_t* row, int64_t n, int64_t begin, int64_t count,
-                   float* dst);
 
 }  // namespace pinfer

@@ -26,7 +26,6 @@ class PrefixCache {
   // The block holding (parent, tokens) with this hash, or -1.
   int32_t Lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const;
   bool IsCached(int32_t block) const { return cached_[static_cast<size_t>(block)]; }
-  uint64_t HashOf(int32_t block) const { return hash_[static_cast<size_t>(block)]; }
 
   // Registers a referenced block. False (nothing changes) when another block already holds
   // the hash or this block is already an entry.
@@ -36,7 +35,6 @@ class PrefixCache {
   void MarkIdle(int32_t block);   // becomes the most recently used idle entry
   void MarkInUse(int32_t block);  // taken off the idle list (a prefix hit)
   int32_t num_idle() const { return num_idle_; }
-  int32_t num_entries() const { return static_cast<int32_t>(map_.size()); }
   bool is_idle(int32_t block) const { return idle_[static_cast<size_t>(block)]; }
   // Removes the least recently used idle entry and returns its block (-1 when none).
   int32_t EvictLru();

@@ -3,6 +3,8 @@
 #include "loaders/tokenizer.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "loaders/absl_compat.h"
@@ -44,6 +46,48 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec)
     return tokenizer_internal::MakeSentencePiece(std::move(spec));
   }
   return tokenizer_internal::MakeBytePairGpt2(std::move(spec));
+}
+
+namespace {
+
+// llama.cpp's texts of end-of-generation tokens (llama-vocab.cpp), end-of-turn markers first.
+constexpr std::string_view kEndOfTurnTexts[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|eom_id|>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "</s>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<｜end▁of▁sentence｜>",  // DeepSeek
+};
+
+}  // namespace
+
+void AddEndOfGenerationId(TokenizerSpec* spec, int32_t id) {
+  if (id < 0 || id == spec->eos_id) return;  // Tokenizer::Create checks the range
+  if (std::find(spec->eog_ids.begin(), spec->eog_ids.end(), id) != spec->eog_ids.end()) return;
+  spec->eog_ids.push_back(id);
+}
+
+void AddEndOfTurnTokens(TokenizerSpec* spec) {
+  constexpr size_t kTexts = std::size(kEndOfTurnTexts);
+  std::vector<int32_t> found(kTexts, -1);  // the first token of each text
+  for (size_t id = 0; id < spec->tokens.size(); ++id) {
+    const std::string& text = spec->tokens[id];
+    if (text.size() < 4 || (text[0] != '<' && text[0] != '_' && text[0] != '[')) continue;
+    for (size_t i = 0; i < kTexts; ++i) {
+      if (found[i] < 0 && text == kEndOfTurnTexts[i]) found[i] = static_cast<int32_t>(id);
+    }
+  }
+  for (int32_t id : found) AddEndOfGenerationId(spec, id);
 }
 
 bool Tokenizer::IsEndOfGeneration(int32_t id) const {

@@ -16,25 +16,43 @@ class GgufFile;
 
 // Token attribute ids as GGUF's tokenizer.ggml.token_type stores them.
 enum class TokenType : int32_t {
-  kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6,
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
 };
 
 struct TokenizerSpec {
   enum class Kind { kSentencePiece, kBytePairGpt2 };
   Kind kind = Kind::kSentencePiece;
-  std::vector<std::string> tokens;   // id -> piece as stored ("▁the", "<0x0A>", "Ġthe")
-  std::vector<float> scores;         // SentencePiece merge priority (empty for BPE)
-  std::vector<TokenType> types;      // empty means all kNormal
-  std::vector<std::string> merges;   // BPE: "a b" in priority order
-  std::string pre = "default";       // BPE pre-tokenizer: "llama-bpe"/"llama3", "qwen2", "gpt2", "default"
+  std::vector<std::string> tokens;  // id -> piece as stored ("▁the", "<0x0A>", "Ġthe")
+  std::vector<float> scores;        // SentencePiece merge priority (empty for BPE)
+  std::vector<TokenType> types;     // empty means all kNormal
+  std::vector<std::string> merges;  // BPE: "a b" in priority order
+  // BPE pre-tokenizer: "llama-bpe"/"llama3", "qwen2", "gpt2", "default".
+  std::string pre = "default";
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
-  std::vector<int32_t> eog_ids;      // end-of-generation ids besides eos (eot, im_end, ...)
+  std::vector<int32_t> eog_ids;  // end-of-generation ids besides eos (eot, im_end, ...)
   bool add_bos = true;
   bool add_eos = false;
-  bool add_space_prefix = true;      // SentencePiece dummy prefix
-  bool ignore_merges = false;        // BPE: a pre-token found whole in the vocab is one token
-  std::string chat_template;         // Jinja chat template from the model, "" when none
+  bool add_space_prefix = true;  // SentencePiece dummy prefix
+  bool ignore_merges = false;    // BPE: a pre-token found whole in the vocab is one token
+  std::string chat_template;     // Jinja chat template from the model, "" when none
 };
+
+// End-of-generation ids, by one rule for GGUF and Hugging Face files of the same model
+// (llama.cpp's): eos, the ids the file names (GGUF's eot/eom keys, generation_config.json's
+// eos_token_id list), and every token whose text is a conventional end-of-turn marker
+// (<|eot_id|>, <|im_end|>, <end_of_turn>, <|endoftext|>, ...: kEndOfTurnTexts).
+// AddEndOfGenerationId appends id to spec->eog_ids unless it is negative, eos, or already
+// there (Tokenizer::Create refuses one outside the vocabulary); AddEndOfTurnTokens adds the
+// marker tokens in the list's order (eog_ids.front() is then the model's end-of-turn token
+// where it has one).
+void AddEndOfGenerationId(TokenizerSpec* spec, int32_t id);
+void AddEndOfTurnTokens(TokenizerSpec* spec);
 
 class Tokenizer {
  public:

@@ -33,10 +33,8 @@ absl::Status OptionalBool(const GgufFile& f, std::string_view key, bool* out) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
-  TokenizerSpec spec;
+// tokenizer.ggml.model (and .pre): the kind of tokenizer and the defaults that follow from it.
+absl::Status ReadKind(const GgufFile& file, TokenizerSpec& spec) {
   auto model = file.GetString("tokenizer.ggml.model");
   if (!model.ok()) {
     return absl::NotFoundError(absl::StrCat(
@@ -52,37 +50,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& f
     return absl::UnimplementedError(
         absl::StrCat("tokenizer.ggml.model \"", *model, "\" is not supported (llama, gpt2)"));
   }
-  auto tokens = file.GetStringArray("tokenizer.ggml.tokens");
-  if (!tokens.ok()) return tokens.status();
-  spec.tokens = std::move(*tokens);
-  const size_t n = spec.tokens.size();
-
-  if (file.Find("tokenizer.ggml.scores") != nullptr) {
-    auto scores = file.GetFloatArray("tokenizer.ggml.scores");
-    if (!scores.ok()) return scores.status();
-    spec.scores.assign(scores->begin(), scores->end());
-  }
-  if (file.Find("tokenizer.ggml.token_type") != nullptr) {
-    auto types = file.GetIntArray("tokenizer.ggml.token_type");
-    if (!types.ok()) return types.status();
-    if (types->size() != n) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer.ggml.token_type has ",
-                                                     types->size(), " entries for ", n, " tokens"));
-    }
-    spec.types.reserve(n);
-    for (int64_t t : *types) {
-      if (t < 0 || t > 6) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("tokenizer.ggml.token_type holds an unknown type ", t));
-      }
-      spec.types.push_back(static_cast<TokenType>(t));
-    }
-  }
-  if (file.Find("tokenizer.ggml.merges") != nullptr) {
-    auto merges = file.GetStringArray("tokenizer.ggml.merges");
-    if (!merges.ok()) return merges.status();
-    spec.merges = std::move(*merges);
-  }
   if (file.Find("tokenizer.ggml.pre") != nullptr) {
     auto pre = file.GetString("tokenizer.ggml.pre");
     if (!pre.ok()) return pre.status();
@@ -95,7 +62,51 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& f
     spec.ignore_merges = llama3;
     spec.add_bos = llama3;
   }
+  return absl::OkStatus();
+}
 
+// tokenizer.ggml.token_type: one known type per token.
+absl::Status ReadTokenTypes(const GgufFile& file, TokenizerSpec& spec) {
+  if (file.Find("tokenizer.ggml.token_type") == nullptr) return absl::OkStatus();
+  auto types = file.GetIntArray("tokenizer.ggml.token_type");
+  if (!types.ok()) return types.status();
+  const size_t n = spec.tokens.size();
+  if (types->size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat("tokenizer.ggml.token_type has ", types->size(),
+                                                   " entries for ", n, " tokens"));
+  }
+  spec.types.reserve(n);
+  for (int64_t t : *types) {
+    if (t < 0 || t > 6) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokenizer.ggml.token_type holds an unknown type ", t));
+    }
+    spec.types.push_back(static_cast<TokenType>(t));
+  }
+  return absl::OkStatus();
+}
+
+// The vocabulary: tokens, scores, types and merges.
+absl::Status ReadVocabulary(const GgufFile& file, TokenizerSpec& spec) {
+  auto tokens = file.GetStringArray("tokenizer.ggml.tokens");
+  if (!tokens.ok()) return tokens.status();
+  spec.tokens = std::move(*tokens);
+  if (file.Find("tokenizer.ggml.scores") != nullptr) {
+    auto scores = file.GetFloatArray("tokenizer.ggml.scores");
+    if (!scores.ok()) return scores.status();
+    spec.scores.assign(scores->begin(), scores->end());
+  }
+  if (absl::Status s = ReadTokenTypes(file, spec); !s.ok()) return s;
+  if (file.Find("tokenizer.ggml.merges") != nullptr) {
+    auto merges = file.GetStringArray("tokenizer.ggml.merges");
+    if (!merges.ok()) return merges.status();
+    spec.merges = std::move(*merges);
+  }
+  return absl::OkStatus();
+}
+
+// Special ids; end of generation by the rule HF files follow too (AddEndOfTurnTokens).
+absl::Status ReadSpecialIds(const GgufFile& file, TokenizerSpec& spec) {
   struct IdKey {
     const char* key;
     int32_t* out;
@@ -111,9 +122,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& f
     if (!v.ok()) return v.status();
     *k.out = *v;
   }
-  for (int32_t id : {eot, eom}) {
-    if (id >= 0 && id != spec.eos_id) spec.eog_ids.push_back(id);
-  }
+  for (int32_t id : {eot, eom}) AddEndOfGenerationId(&spec, id);
+  AddEndOfTurnTokens(&spec);
+  return absl::OkStatus();
+}
+
+// add_bos/add_eos/add_space_prefix and the chat template.
+absl::Status ReadOptions(const GgufFile& file, TokenizerSpec& spec) {
   for (auto [key, out] : {std::pair{"tokenizer.ggml.add_bos_token", &spec.add_bos},
                           std::pair{"tokenizer.ggml.add_eos_token", &spec.add_eos},
                           std::pair{"tokenizer.ggml.add_space_prefix", &spec.add_space_prefix}}) {
@@ -123,6 +138,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& f
     auto t = file.GetString("tokenizer.chat_template");
     if (!t.ok()) return t.status();
     spec.chat_template = *t;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
+  TokenizerSpec spec;
+  for (auto step : {ReadKind, ReadVocabulary, ReadSpecialIds, ReadOptions}) {
+    if (absl::Status s = step(file, spec); !s.ok()) return s;
   }
   return Create(std::move(spec));
 }

@@ -6,6 +6,7 @@
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "kvcache/attention.h"
+#include "kvcache/kv_codec.h"
 #include "loaders/quants.h"
 
 namespace pinfer {
@@ -65,22 +66,11 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
   const ModelWeights& w = model_.weights();
   const int n = batch.size();
   if (n == 0) return absl::OkStatus();
-  if (n > max_tokens_) {
-    return absl::InvalidArgumentError(absl::StrCat("a step of ", n, " tokens exceeds the ",
-                                                   max_tokens_, " this backend was sized for"));
-  }
+  if (absl::Status s = ValidateBatch(batch, cache, c.n_vocab, max_tokens_); !s.ok()) return s;
   const KvDtype kv_dtype = cache.config().dtype;
   for (int t = 0; t < n; ++t) {
-    const int32_t tok = batch.tokens[t];
-    if (tok < 0 || tok >= c.n_vocab) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", tok, " is outside the vocabulary of ", c.n_vocab));
-    }
-    if (batch.positions[t] >= cache.num_tokens(batch.seq_ids[t])) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "sequence ", batch.seq_ids[t], " has no KV slot for position ", batch.positions[t]));
-    }
-    DequantizeRow(w.tok_embd.type, w.tok_embd.row(tok), x_.data() + (size_t)t * c.dim, c.dim);
+    DequantizeRow(w.tok_embd.type, w.tok_embd.row(batch.tokens[t]), x_.data() + (size_t)t * c.dim,
+                  c.dim);
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];

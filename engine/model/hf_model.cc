@@ -234,9 +234,7 @@ void AddConfigEosIds(const std::string& folder, TokenizerSpec& spec) {
         continue;
       }
       if (!spec.types.empty() && spec.types[id] != TokenType::kControl) continue;
-      bool seen = false;
-      for (int32_t x : spec.eog_ids) seen |= x == id;
-      if (!seen) spec.eog_ids.push_back(static_cast<int32_t>(id));
+      AddEndOfGenerationId(&spec, static_cast<int32_t>(id));
     }
   }
 }

@@ -2,28 +2,66 @@
 // model, prints its memory ledger, runs several requests that share one paged KV pool, and
 // prints the occupancy report at its fullest and at the end.
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "engine/build_info.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
-#include "engine/synth/synth.h"
 #include "examples/pagedinfer/commands.h"
 #include "examples/pagedinfer/engine_flags.h"
+#include "examples/pagedinfer/synth_cache.h"
 
 namespace pinfer::cli {
 namespace {
 
-std::string DefaultModelPath() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  std::filesystem::path dir = xdg && *xdg ? std::filesystem::path(xdg) / "pagedinfer"
-                              : home && *home
-                                  ? std::filesystem::path(home) / ".cache/pagedinfer"
-                                  : std::filesystem::temp_directory_path() / "pagedinfer";
-  return (dir / "demo-tiny-q4_k_m.gguf").string();
+// Four requests (the first forked into two completions that share its prompt's blocks) run
+// to the end in one pool; prints each completion, the engine's figures and the pool's
+// occupancy at its fullest and at the end.
+absl::Status RunDemoRequests(const Model& m, Engine& e, int n_tokens) {
+  const std::vector<std::string> prompts = {
+      "Once upon a time", "The little dog ran to the park and",
+      "In a small town by the sea, there lived an old fisherman who", "Tom and Lily"};
+  std::map<int64_t, std::string> label;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationRequest req;
+    req.prompt = m.tokenizer().Encode(prompts[i], true);
+    req.params.temperature = 0.8f;
+    req.params.seed = 42 + i;
+    req.params.max_tokens = n_tokens;
+    req.n = i == 0 ? 2 : 1;  // the first request forks two completions sharing its prompt
+    auto id = e.AddRequest(req);
+    if (!id.ok()) return id.status();
+    label[*id] = prompts[i];
+  }
+  std::printf(
+      "running %zu requests (the first with n=2: two completions share its prompt "
+      "blocks)\n\n",
+      prompts.size());
+  OccupancyReport peak;
+  std::map<std::pair<int64_t, int>, std::string> outputs;
+  while (e.HasWork()) {
+    auto outs = e.Step();
+    if (!outs.ok()) return outs.status();
+    for (const SequenceOutput& o : *outs) outputs[{o.request_id, o.index}] += o.new_text;
+    OccupancyReport now = e.KvReport();
+    if (now.tokens_stored > peak.tokens_stored) peak = now;
+  }
+  for (const auto& [key, out] : outputs) {
+    std::printf("[request %ld.%d] %s|%s\n\n", (long)key.first, key.second, label[key.first].c_str(),
+                out.c_str());
+  }
+  const EngineStats st = e.stats();
+  std::printf(
+      "%ld steps, %ld tokens generated, %ld prompt tokens computed, %ld preemptions, "
+      "at most %d sequences at once\n\n",
+      (long)st.steps, (long)st.generated_tokens, (long)st.prefill_tokens, (long)st.preemptions,
+      st.max_running);
+  std::printf("KV cache at its fullest:\n%s\n", peak.ToText().c_str());
+  std::printf("KV cache at the end (every block back in the pool):\n%s",
+              e.KvReport().ToText().c_str());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -45,18 +83,10 @@ int DemoMain(int argc, char** argv) {
 
   bool synthetic = false;
   if (ef.model.empty()) {
-    ef.model = DefaultModelPath();
+    auto path = CachedSynthModel("tiny", "Q4_K_M");
+    if (!path.ok()) return Fail(path.status());
+    ef.model = *path;
     synthetic = true;
-    if (!std::filesystem::exists(ef.model)) {
-      std::filesystem::create_directories(std::filesystem::path(ef.model).parent_path());
-      std::printf(
-          "writing a small synthetic model (shape 'tiny', Q4_K_M, seeded random weights)\n"
-          "  to %s\n",
-          ef.model.c_str());
-      if (absl::Status s = WriteSynthModel("tiny", "Q4_K_M", ef.model, SynthOptions{}); !s.ok()) {
-        return Fail(s);
-      }
-    }
   }
   auto config = ef.ToConfig();
   if (!config.ok()) return Fail(config.status());
@@ -82,47 +112,7 @@ int DemoMain(int argc, char** argv) {
   Engine& e = **engine;
   std::printf("memory ledger:\n%s\n%s\n\n", e.ledger().ToText().c_str(), e.pool_summary().c_str());
 
-  const std::vector<std::string> prompts = {
-      "Once upon a time", "The little dog ran to the park and",
-      "In a small town by the sea, there lived an old fisherman who", "Tom and Lily"};
-  std::map<int64_t, std::string> label, text;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    GenerationRequest req;
-    req.prompt = m.tokenizer().Encode(prompts[i], true);
-    req.params.temperature = 0.8f;
-    req.params.seed = 42 + i;
-    req.params.max_tokens = n_tokens;
-    req.n = i == 0 ? 2 : 1;  // the first request forks two completions sharing its prompt
-    auto id = e.AddRequest(req);
-    if (!id.ok()) return Fail(id.status());
-    label[*id] = prompts[i];
-  }
-  std::printf(
-      "running %zu requests (the first with n=2: two completions share its prompt "
-      "blocks)\n\n",
-      prompts.size());
-  OccupancyReport peak;
-  std::map<std::pair<int64_t, int>, std::string> outputs;
-  while (e.HasWork()) {
-    auto outs = e.Step();
-    if (!outs.ok()) return Fail(outs.status());
-    for (const SequenceOutput& o : *outs) outputs[{o.request_id, o.index}] += o.new_text;
-    OccupancyReport now = e.KvReport();
-    if (now.tokens_stored > peak.tokens_stored) peak = now;
-  }
-  for (const auto& [key, out] : outputs) {
-    std::printf("[request %ld.%d] %s|%s\n\n", (long)key.first, key.second, label[key.first].c_str(),
-                out.c_str());
-  }
-  const EngineStats st = e.stats();
-  std::printf(
-      "%ld steps, %ld tokens generated, %ld prompt tokens computed, %ld preemptions, "
-      "at most %d sequences at once\n\n",
-      (long)st.steps, (long)st.generated_tokens, (long)st.prefill_tokens, (long)st.preemptions,
-      st.max_running);
-  std::printf("KV cache at its fullest:\n%s\n", peak.ToText().c_str());
-  std::printf("KV cache at the end (every block back in the pool):\n%s",
-              e.KvReport().ToText().c_str());
+  if (absl::Status s = RunDemoRequests(m, e, n_tokens); !s.ok()) return Fail(s);
   return 0;
 }
 

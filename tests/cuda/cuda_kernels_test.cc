@@ -26,6 +26,7 @@
 #include "engine/synth/synth.h"
 #include "gtest/gtest.h"
 #include "kvcache/attention.h"
+#include "kvcache/kv_codec.h"
 #include "loaders/fp16.h"
 #include "loaders/quants.h"
 #include "tests/testing/engine_helpers.h"

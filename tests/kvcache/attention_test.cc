@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kvcache/kv_codec.h"
 
 namespace pinfer {
 namespace {

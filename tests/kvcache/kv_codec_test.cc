@@ -1,10 +1,11 @@
 // Round trips and sub-range decoding of every KV format.
+#include "kvcache/kv_codec.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kvcache/kv_dtype.h"
 
 namespace pinfer {
 namespace {
