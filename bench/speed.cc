@@ -19,8 +19,11 @@ using Clock = std::chrono::steady_clock;
 
 uint64_t Elements(const WeightMatrix& w) { return static_cast<uint64_t>(w.rows * w.cols); }
 
-// Runs one request alone to completion; returns the seconds its steps took.
-absl::StatusOr<double> TimeRequest(Engine& e, std::vector<int32_t> prompt, int max_tokens) {
+// Runs one request alone to completion; returns the seconds its steps took. `cached` (unless
+// -1): the prompt tokens the prefix cache must serve (the depth), checked, so that a depth
+// that was evicted or not matched is an error rather than a wrong figure.
+absl::StatusOr<double> TimeRequest(Engine& e, std::vector<int32_t> prompt, int max_tokens,
+                                   int cached = 0) {
   GenerationRequest req;
   req.prompt = std::move(prompt);
   req.params.temperature = 0.0f;
@@ -29,11 +32,18 @@ absl::StatusOr<double> TimeRequest(Engine& e, std::vector<int32_t> prompt, int m
   auto id = e.AddRequest(std::move(req));
   if (!id.ok()) return id.status();
   const Clock::time_point t0 = Clock::now();
+  int served = 0;
   while (e.HasWork()) {
     auto outs = e.Step();
     if (!outs.ok()) return outs.status();
+    for (const SequenceOutput& o : *outs) served = o.cached_prompt_tokens;
   }
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (cached >= 0 && served != cached) {
+    return absl::InternalError(absl::StrCat("the prefix cache served ", served,
+                                            " prompt tokens instead of the depth's ", cached));
+  }
+  return seconds;
 }
 
 void MeanStddev(SpeedTest* t) {
@@ -107,21 +117,68 @@ double MeasureCopyBandwidth(int threads, size_t bytes, int reps) {
   return 2.0 * static_cast<double>(bytes) / best / 1e9;
 }
 
+namespace {
+
+EngineConfig BenchEngineConfig(const SpeedOptions& o, const ModelSummary& m) {
+  EngineConfig c = o.engine;
+  c.max_num_seqs = 1;
+  // Every repetition computes its own prompt; only a depth is served from the cache.
+  c.prefix_caching = o.n_depth > 0;
+  // Depth prefills (untimed) go in steps of up to 512 tokens.
+  c.max_num_batched_tokens = std::max({o.n_prompt, o.n_depth > 0 ? 512 : 0, 1});
+  c.max_model_len = (o.n_depth + std::max(o.n_prompt, o.n_gen) + 1 + 15) / 16 * 16;
+  // With a depth, room for the cached depth beside the blocks of earlier repetitions.
+  c.kv_cache_memory = m.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len) *
+                      (o.n_depth > 0 ? 2 : 1);
+  return c;
+}
+
+// One test (pp when n_gen == 0, else tg) at the options' depth: the depth's tokens are
+// computed once (and cached), then an untimed warm-up and the timed repetitions each add a
+// prompt of their own after them.
+absl::StatusOr<SpeedTest> RunTest(Engine& e, const SpeedOptions& o, int n_prompt, int n_gen,
+                                  int n_vocab) {
+  SpeedTest t;
+  t.name = n_gen > 0 ? absl::StrCat("tg", n_gen) : absl::StrCat("pp", n_prompt);
+  if (o.n_depth > 0) absl::StrAppend(&t.name, " @ d", o.n_depth);
+  t.n_prompt = n_prompt, t.n_gen = n_gen, t.n_depth = o.n_depth;
+  const std::vector<int32_t> depth = WorkloadPrompt(4321, 0, o.n_depth, n_vocab);
+  if (o.n_depth > 0) {  // computes the depth, or finds it cached by an earlier test
+    if (auto w = TimeRequest(e, depth, 1, /*cached=*/-1); !w.ok()) return w.status();
+  }
+  // tg: one prompt token, then n_gen - 1 decodes: n_gen forward passes of one token each.
+  const int own = n_gen > 0 ? 1 : n_prompt, max_tokens = n_gen > 0 ? n_gen : 1;
+  for (int r = -1; r < o.repetitions; ++r) {  // r == -1: the warm-up
+    std::vector<int32_t> prompt = depth;
+    for (int32_t id : WorkloadPrompt(1234, r + 1 + (n_gen > 0 ? 1000 : 0), own, n_vocab)) {
+      prompt.push_back(id);
+    }
+    // The warm-up of tg decodes one token only.
+    auto s = TimeRequest(e, std::move(prompt), r < 0 ? 1 : max_tokens, o.n_depth);
+    if (!s.ok()) return s.status();
+    if (r >= 0) t.samples_ts.push_back((n_gen > 0 ? n_gen : n_prompt) / *s);
+  }
+  MeanStddev(&t);
+  return t;
+}
+
+}  // namespace
+
 absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || (o.n_prompt == 0 && o.n_gen == 0)) {
     return absl::InvalidArgumentError("need -p > 0 or -n > 0 (and neither negative)");
   }
   if (o.repetitions < 1) return absl::InvalidArgumentError("-r must be at least 1");
+  if (o.n_depth < 0 || o.n_depth % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "-d ", o.n_depth, " is not a multiple of the KV block size 16: the depth is served "
+        "from the prefix cache in whole blocks (use 0, 512, 1024, 4096, ...)"));
+  }
   SpeedResult res;
   res.model = SummarizeModel(model, o.engine.kv_dtype);
   res.kv_dtype = std::string(KvDtypeName(o.engine.kv_dtype));
   res.kv_layout = std::string(KvLayoutName(o.engine.kv_layout));
-  EngineConfig c = o.engine;
-  c.prefix_caching = false;  // every repetition computes its prompt
-  c.max_num_seqs = 1;
-  c.max_num_batched_tokens = std::max(o.n_prompt, 1);
-  c.max_model_len = (std::max(o.n_prompt, o.n_gen) + 1 + 15) / 16 * 16;
-  c.kv_cache_memory = res.model.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len);
+  const EngineConfig c = BenchEngineConfig(o, res.model);
   std::unique_ptr<Backend> backend;
   if (o.make_backend) {
     auto b = o.make_backend(c);
@@ -130,43 +187,20 @@ absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions
   }
   auto engine = Engine::Create(model, c, std::move(backend), /*quiet=*/true);
   if (!engine.ok()) return engine.status();
-  Engine& e = **engine;
-  if (e.backend().name() != "cpu") res.backend = "CUDA";  // llama-bench's backend column
+  if ((*engine)->backend().name() != "cpu") res.backend = "CUDA";  // llama-bench's column
   res.threads = c.threads > 0 ? c.threads : static_cast<int>(std::thread::hardware_concurrency());
-  const int n_vocab = model.config().n_vocab;
-  int index = 0;
-  auto prompt = [&](int n) { return WorkloadPrompt(1234, index++, n, n_vocab); };
-
-  if (o.n_prompt > 0) {
-    SpeedTest t;
-    t.name = absl::StrCat("pp", o.n_prompt);
-    t.n_prompt = o.n_prompt;
-    if (auto w = TimeRequest(e, prompt(o.n_prompt), 1); !w.ok()) return w.status();  // warm-up
-    for (int r = 0; r < o.repetitions; ++r) {
-      auto s = TimeRequest(e, prompt(o.n_prompt), 1);
-      if (!s.ok()) return s.status();
-      t.samples_ts.push_back(o.n_prompt / *s);
+  for (const bool gen : {false, true}) {
+    if ((gen ? o.n_gen : o.n_prompt) == 0) continue;
+    auto t = RunTest(**engine, o, gen ? 0 : o.n_prompt, gen ? o.n_gen : 0, model.config().n_vocab);
+    if (!t.ok()) return t.status();
+    if (gen) {
+      // Token i (0-based) attends over depth + i + 1 stored tokens.
+      t->bytes_per_token =
+          res.model.decode_weight_bytes +
+          res.model.kv_bytes_per_token * static_cast<uint64_t>(2 * o.n_depth + o.n_gen + 1) / 2;
+      t->achieved_gbps = static_cast<double>(t->bytes_per_token) * t->mean_ts / 1e9;
     }
-    MeanStddev(&t);
-    res.tests.push_back(std::move(t));
-  }
-  if (o.n_gen > 0) {
-    SpeedTest t;
-    t.name = absl::StrCat("tg", o.n_gen);
-    t.n_gen = o.n_gen;
-    if (auto w = TimeRequest(e, prompt(1), 1); !w.ok()) return w.status();  // warm-up
-    // One prompt token, then n_gen - 1 decodes: n_gen forward passes of one token each.
-    for (int r = 0; r < o.repetitions; ++r) {
-      auto s = TimeRequest(e, prompt(1), o.n_gen);
-      if (!s.ok()) return s.status();
-      t.samples_ts.push_back(o.n_gen / *s);
-    }
-    MeanStddev(&t);
-    // Token i (0-based) attends over i + 1 stored tokens: (n_gen + 1) / 2 on average.
-    t.bytes_per_token = res.model.decode_weight_bytes +
-                        res.model.kv_bytes_per_token * static_cast<uint64_t>(o.n_gen + 1) / 2;
-    t.achieved_gbps = static_cast<double>(t.bytes_per_token) * t.mean_ts / 1e9;
-    res.tests.push_back(std::move(t));
+    res.tests.push_back(std::move(*t));
   }
   res.copy_gbps = MeasureCopyBandwidth(res.threads);
   return res;

@@ -1,8 +1,10 @@
 // `pagedinfer bench`: prompt processing (pp) and text generation (tg) speed of one sequence,
 // as llama-bench measures them (ppN: a prompt of N tokens in one step; tgN: N tokens decoded
-// one at a time from an empty context), mean and standard deviation over repetitions after
-// an untimed warm-up; plus decode's achieved memory bandwidth against a measured memcpy
-// bandwidth.
+// one at a time), mean and standard deviation over repetitions after an untimed warm-up;
+// plus decode's achieved memory bandwidth against a measured memcpy bandwidth. Both start
+// from an empty context, or at a context depth of D tokens already in the cache (llama-bench's
+// -d: the tests are then named "pp512 @ d1024"), which the prefix cache serves to every
+// repetition.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ struct SpeedOptions {
   int n_prompt = 512;  // 0: no pp test
   int n_gen = 128;     // 0: no tg test
   int repetitions = 5;
+  int n_depth = 0;  // context depth: a multiple of the KV block size (16)
   EngineConfig engine;  // kv_dtype, kv_layout, threads (pool sizes are set from the tests)
   // The backend for the engine's config; empty: the CPU backend. SpeedResult::backend names
   // it (the backend's own name).
@@ -28,11 +31,11 @@ struct SpeedOptions {
 };
 
 struct SpeedTest {
-  std::string name;  // "pp512", "tg128"
-  int n_prompt = 0, n_gen = 0;
+  std::string name;  // "pp512", "tg128", "tg32 @ d1024"
+  int n_prompt = 0, n_gen = 0, n_depth = 0;
   std::vector<double> samples_ts;  // tokens per second, one per repetition
   double mean_ts = 0, stddev_ts = 0;
-  // tg only: bytes read per generated token (weights + mean KV context) and the bandwidth
+  // tg only: bytes read per generated token (weights + KV of the mean context) and the bandwidth
   // that implies at the mean speed.
   uint64_t bytes_per_token = 0;
   double achieved_gbps = 0;

@@ -63,6 +63,7 @@ std::string SpeedJson(const SpeedResult& r) {
     j["test"] = t.name;
     j["n_prompt"] = t.n_prompt;
     j["n_gen"] = t.n_gen;
+    j["n_depth"] = t.n_depth;
     j["avg_ts"] = t.mean_ts;
     j["stddev_ts"] = t.stddev_ts;
     j["samples_ts"] = t.samples_ts;

@@ -13,13 +13,16 @@ int BenchMain(int argc, char** argv) {
   std::string model_path, kv_dtype = "f16", kv_layout = "paged", format = "md";
   SpeedOptions o;
   Args a("bench",
-         "pagedinfer bench -m MODEL [-p 512] [-n 128] [-r 5] [--threads T] [--kv-dtype D] "
+         "pagedinfer bench -m MODEL [-p 512] [-n 128] [-d 0] [-r 5] [--threads T] [--kv-dtype D] "
          "[--kv-layout L] [-o md|json]",
          {"pagedinfer bench -m llama-2-7b.Q4_0.gguf -t 8",
-          "pagedinfer bench -m model.gguf -p 64 -n 16 -r 3 -o json"});
+          "pagedinfer bench -m model.gguf -p 64 -n 16 -r 3 -o json",
+          "pagedinfer bench -m model.gguf -p 0 -n 32 -d 1024"});
   a.Add("-m,--model", &model_path, "model file (GGUF)");
   a.Add("-p,--n-prompt", &o.n_prompt, "prompt tokens of the pp test (0: skip it)");
   a.Add("-n,--n-gen", &o.n_gen, "tokens generated in the tg test (0: skip it)");
+  a.Add("-d,--n-depth", &o.n_depth,
+        "context depth: tokens already in the cache before each test (a multiple of 16)");
   a.Add("-r,--repetitions", &o.repetitions, "timed repetitions of each test");
   a.Add("-t,--threads", &o.engine.threads, "CPU threads (0: all)");
   a.Add("--kv-dtype", &kv_dtype, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
