@@ -1,6 +1,6 @@
 // KV cache micro-benchmarks: block-table operations per op, and CPU attention of one query
 // token over a 7B-like head layout (32 query heads, 8 kv heads, head_dim 128), paged vs
-// contiguous, for every KV format.
+// contiguous, for every KV format, by the CPU's best kernel set and by the scalar one.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvcache/attention.h"
+#include "kvcache/attention_kernels.h"
 #include "kvcache/kv_cache.h"
 #include "kvcache/kv_codec.h"
 
@@ -96,7 +97,8 @@ void BM_PrefixHit(benchmark::State& state) {
 }
 BENCHMARK(BM_PrefixHit);
 
-// AttendOne over n_ctx tokens of one layer: args {dtype index, layout, n_ctx}.
+// AttendOne over n_ctx tokens of one layer: args {dtype index, layout, n_ctx, kernel set
+// (0: the best this CPU runs, 1: scalar)}.
 void BM_Attend(benchmark::State& state) {
   const KvDtype d = kAllKvDtypes[state.range(0)];
   const KvLayout layout = state.range(1) ? KvLayout::kContiguous : KvLayout::kPaged;
@@ -123,18 +125,21 @@ void BM_Attend(benchmark::State& state) {
     }
   }
   const AttentionShape s{32, 8, 128, 1.0f / std::sqrt(128.0f)};
-  std::vector<float> q(32 * 128), out(32 * 128), scratch(AttentionScratchFloats(s, n_ctx));
+  std::vector<float> q(32 * 128), out(32 * 128), scratch(AttentionScratchFloats(s));
   for (float& v : q) v = dist(rng);
+  const attention::AttentionKernels& k =
+      state.range(3) ? attention::ScalarAttentionKernels() : attention::ActiveAttentionKernels();
   for (auto _ : state) {
-    AttendOne(*cache, 1, 0, s, q.data(), n_ctx, 0, 8, out.data(), scratch.data());
+    attention::AttendOneWith(k, *cache, 1, 0, s, q.data(), n_ctx, 0, 8, out.data(), scratch.data());
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetLabel(std::string(KvDtypeName(d)) + (state.range(1) ? " contiguous" : " paged"));
+  state.SetLabel(std::string(KvDtypeName(d)) + (state.range(1) ? " contiguous " : " paged ") +
+                 k.name);
   state.SetBytesProcessed(state.iterations() * 2 * n_ctx *
                           static_cast<int64_t>(cache->row_bytes()));
 }
 BENCHMARK(BM_Attend)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}, {512, 4096}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}, {1024, 4096}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -1,165 +1,209 @@
-// CPU attention of one query token over the cache. Each cached token's key slice of every kv
-// head in range is decoded once (one pass over the rows, row by row) and scored by all query
-// heads of its group; softmax is max-subtracted in float32; values are accumulated in token
-// order. Blocks are walked in order and each row is
-// handled identically, so paged and contiguous layouts give bit-identical results.
+// CPU attention of one query token over the cache: tiles of kTile positions, walked in order
+// from the window's first position (0 without a sliding window); per tile the kernels score every
+// query head of the kv heads in range against the keys, the running maximum and sum of each head
+// are updated (online softmax: earlier sums are rescaled when the maximum grows), and the weighted
+// values are added into the output, which is divided by the sum at the end. Tiles are cut in token
+// positions, not blocks, and every row is handled identically, so paged and contiguous
+// layouts give bit-identical results.
 #include "kvcache/attention.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <limits>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-
-#include "kvcache/kv_codec.h"
+#include "kvcache/attention_kernels.h"
 
 namespace pinfer {
 namespace {
 
-// Fixed-order dot product: 8 lanes of FMA, then a fixed horizontal sum, then the tail.
-float Dot(const float* a, const float* b, int n) {
-  int i = 0;
-  float sum = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  if (n >= 8) {
-    __m256 acc = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8)
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    sum = _mm_cvtss_f32(s);
-  }
-#endif
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
+using attention::AttentionKernels;
+using attention::HeadRows;
+using attention::kTile;
 
-// y += p * x (element-wise, so the order per element is the token order).
-void Axpy(float p, const float* x, float* y, int n) {
-  int i = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  const __m256 vp = _mm256_set1_ps(p);
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  }
-#endif
-  for (; i < n; ++i) y[i] = std::fma(p, x[i], y[i]);
-}
-
-// Bytes [begin, end) of each row that the kv-head slice reads (rounded out to cache lines).
+// Bytes [begin, end) of each row that the kv heads in range read (rounded out to lines).
 struct RowSpan {
   size_t begin = 0, end = 0;
 };
 
-// Asks the hardware to start loading a block's rows while the previous block is processed:
-// a block's rows of one layer are adjacent, but the next block can be anywhere in the pool,
-// which the hardware prefetcher cannot guess (a contiguous cache is one long stream).
-void PrefetchRows(const uint8_t* first_row, int rows, size_t row_bytes, RowSpan span) {
+// Rows of tokens [t0, t0 + n) of one layer's keys (kv 0) or values (kv 1).
+void TileRows(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int t0,
+              int n, const uint8_t** rows) {
+  const int bs = cache.block_size();
+  const size_t row_bytes = cache.row_bytes();
+  for (int t = t0; t < t0 + n;) {
+    const int blk = t / bs;
+    const uint8_t* row = cache.Row(table[static_cast<size_t>(blk)], layer, kv, t % bs);
+    const int stop = std::min(t0 + n, (blk + 1) * bs);  // a block's rows are adjacent
+    for (; t < stop; ++t, row += row_bytes) rows[t - t0] = row;
+  }
+}
+
+// Asks the hardware to start loading rows a step before they are read: a block's rows of one
+// layer are adjacent, but the next block can be anywhere in the pool, which the hardware
+// prefetcher cannot guess (a contiguous cache is one long stream).
+void Prefetch(const uint8_t* const* rows, int n, RowSpan span) {
 #if defined(__GNUC__)
-  for (int r = 0; r < rows; ++r, first_row += row_bytes) {
-    for (size_t b = span.begin; b < span.end; b += 64) __builtin_prefetch(first_row + b, 0, 3);
+  for (int j = 0; j < n; ++j) {
+    for (size_t b = span.begin; b < span.end; b += 64) __builtin_prefetch(rows[j] + b, 0, 3);
   }
 #else
-  (void)first_row, (void)rows, (void)row_bytes, (void)span;
+  (void)rows, (void)n, (void)span;
 #endif
 }
 
-// Calls fn(t - first, row) for the rows of tokens [first, n_ctx) of one layer's keys or values.
-template <typename Fn>
-void ForEachRow(const KvCache& cache, std::span<const int32_t> table, int layer, int kv, int first,
-                int n_ctx, RowSpan span, Fn fn) {
-  const int bs = cache.block_size();
-  const size_t row_bytes = cache.row_bytes();
-  int t = first;
-  for (size_t blk = static_cast<size_t>(first / bs); t < n_ctx; ++blk) {
-    // A block's rows are adjacent; the first block may be entered part-way.
-    const uint8_t* row = cache.Row(table[blk], layer, kv, t % bs);
-    const int stop = std::min(n_ctx, (t / bs + 1) * bs);
-    if (stop < n_ctx) {
-      PrefetchRows(cache.Row(table[blk + 1], layer, kv, 0), std::min(bs, n_ctx - stop), row_bytes,
-                   span);
-    }
-    for (; t < stop; ++t, row += row_bytes) fn(t - first, row);
-  }
+RowSpan SpanOf(const KvCache& cache, int64_t n_row, int64_t slice_begin, int64_t slice_len) {
+  // In proportion: block formats and fp8's row scale may reach one line further.
+  const size_t rb = cache.row_bytes();
+  RowSpan span;
+  span.begin = rb * static_cast<size_t>(slice_begin) / static_cast<size_t>(n_row) / 64 * 64;
+  span.end = std::min(
+      rb, rb * static_cast<size_t>(slice_begin + slice_len) / static_cast<size_t>(n_row) + 64);
+  return span;
 }
+
+// One head's online-softmax step over a tile's scores s[0, n): the running maximum m and sum
+// l, and the head's accumulated values acc[hd] rescaled when m grows; s becomes the weights.
+void UpdateSoftmax(const AttentionKernels& k, float* s, int n, float* m, float* l, float* acc,
+                   int hd) {
+  float mx = *m;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx > *m) {
+    if (*m != -std::numeric_limits<float>::infinity()) {
+      const float c = std::exp(*m - mx);
+      *l *= c;
+      for (int i = 0; i < hd; ++i) acc[i] *= c;
+    }
+    *m = mx;
+  }
+  *l += k.exp_sum(s, n, *m);
+}
+
+bool Valid(const AttentionShape& s, int kv_begin, int kv_end) {
+  return s.n_kv_heads > 0 && s.head_dim > 0 && s.n_heads > 0 && s.n_heads % s.n_kv_heads == 0 &&
+         kv_begin >= 0 && kv_end <= s.n_kv_heads && kv_begin < kv_end;
+}
+
+// The tiles of one query's window: rows found through the block table, scored, the softmax
+// updated and the values added, tile after tile.
+struct TileWalk {
+  const AttentionKernels& k;
+  const KvCache& cache;
+  std::span<const int32_t> table;
+  int layer;
+  const AttentionShape& s;
+  int group, kv_begin, kv_end;
+  HeadRows rows;  // dtype, n_row and hd set; rows, n and begin per call
+  RowSpan span;
+
+  // Scores of the tile's keys for every query head in range (soft-capped when asked).
+  void Score(const float* q, float* scores, float* buf) {
+    const float scale = s.softcap > 0 ? 1.0f : s.scale;  // a cap comes before the scale
+    for (int kv = kv_begin; kv < kv_end; ++kv) {
+      const int h0 = (kv - kv_begin) * group;
+      rows.begin = int64_t{kv} * s.head_dim;
+      k.score(rows, q + static_cast<size_t>(h0) * s.head_dim, group, scale,
+              scores + static_cast<size_t>(h0) * kTile, buf);
+    }
+    if (s.softcap <= 0) return;
+    const float cap = s.softcap, inv_cap = 1.0f / s.softcap;
+    for (int h = 0; h < (kv_end - kv_begin) * group; ++h) {
+      float* p = scores + static_cast<size_t>(h) * kTile;
+      for (int j = 0; j < rows.n; ++j) p[j] = cap * std::tanh(p[j] * inv_cap) * s.scale;
+    }
+  }
+
+  void Accumulate(const float* p, float* out, float* buf) {
+    for (int kv = kv_begin; kv < kv_end; ++kv) {
+      const int h0 = (kv - kv_begin) * group;
+      rows.begin = int64_t{kv} * s.head_dim;
+      k.accumulate(rows, p + static_cast<size_t>(h0) * kTile, group,
+                   out + static_cast<size_t>(h0) * s.head_dim, buf);
+    }
+  }
+
+  // Positions [first, end): out (unnormalised), m and l hold the online softmax's state.
+  void Run(int first, int end, const float* q, float* scores, float* m, float* l, float* out,
+           float* buf) {
+    const int n_q = (kv_end - kv_begin) * group;
+    const uint8_t* k_rows[2][kTile];
+    const uint8_t* v_rows[kTile];
+    TileRows(cache, table, layer, 0, first, std::min(kTile, end - first), k_rows[0]);
+    for (int t0 = first, step = 0; t0 < end; t0 += kTile, ++step) {
+      rows.n = std::min(kTile, end - t0);
+      TileRows(cache, table, layer, 1, t0, rows.n, v_rows);
+      Prefetch(v_rows, rows.n, span);
+      if (const int next = t0 + kTile; next < end) {  // the next tile's keys, ahead
+        const int n_next = std::min(kTile, end - next);
+        TileRows(cache, table, layer, 0, next, n_next, k_rows[(step + 1) % 2]);
+        Prefetch(k_rows[(step + 1) % 2], n_next, span);
+      }
+      rows.rows = k_rows[step % 2];
+      Score(q, scores, buf);
+      for (int h = 0; h < n_q; ++h) {
+        UpdateSoftmax(k, scores + static_cast<size_t>(h) * kTile, rows.n, &m[h], &l[h],
+                      out + static_cast<size_t>(h) * s.head_dim, s.head_dim);
+      }
+      rows.rows = v_rows;
+      Accumulate(scores, out, buf);
+    }
+  }
+};
 
 }  // namespace
 
-size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx) {
-  // Scores of every query head over the attended positions, plus one decoded row slice.
-  const int n_att = s.window > 0 ? std::min(n_ctx, s.window) : n_ctx;
-  return static_cast<size_t>(std::max(s.n_heads, 0)) * static_cast<size_t>(std::max(n_att, 0)) +
-         static_cast<size_t>(std::max(s.n_kv_heads, 0)) *
-             static_cast<size_t>(std::max(s.head_dim, 0));
+size_t AttentionScratchFloats(const AttentionShape& s) {
+  // Per query head: a tile of scores, its maximum and sum; one tile of decoded head slices.
+  const size_t heads = static_cast<size_t>(std::max(s.n_heads, 0));
+  return heads * (kTile + 2) + static_cast<size_t>(kTile) * std::max(s.head_dim, 0);
 }
 
-void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
-               int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {
-  if (kv_end <= kv_begin || s.n_kv_heads <= 0 || s.head_dim <= 0 || s.n_heads % s.n_kv_heads) {
-    return;  // nothing to compute for a malformed shape (the engine validates shapes at load)
-  }
-  const int hd = s.head_dim;
-  const int group = s.n_heads / s.n_kv_heads;
+namespace attention {
+
+void AttendOneWith(const AttentionKernels& k, const KvCache& cache, SeqId seq, int layer,
+                   const AttentionShape& s, const float* q, int n_ctx, int kv_begin, int kv_end,
+                   float* out, float* scratch) {
+  if (!Valid(s, kv_begin, kv_end)) return;  // the engine validates shapes at load
+  const int hd = s.head_dim, group = s.n_heads / s.n_kv_heads;
   const int n_q = (kv_end - kv_begin) * group;  // query heads computed here
-  const std::span<const int32_t> table = cache.BlockTable(seq);
-  const int64_t n_row = static_cast<int64_t>(s.n_kv_heads) * hd;
-  const KvDtype dtype = cache.config().dtype;
   float* out_q = out + static_cast<size_t>(kv_begin) * group * hd;
   const float* q_q = q + static_cast<size_t>(kv_begin) * group * hd;
   std::fill(out_q, out_q + static_cast<size_t>(n_q) * hd, 0.0f);
-  // The window: positions [first, n_ctx), n_att of them.
+  const std::span<const int32_t> table = cache.BlockTable(seq);
+  // The window: positions [first, n_ctx); rows before it are never read.
   const int first = s.window > 0 ? std::max(0, n_ctx - s.window) : 0;
-  const int n_att = n_ctx - first;
   // A context the sequence does not hold (or storage that is not host memory) yields zeros
   // rather than reading outside the pool.
   if (n_ctx <= 0 || static_cast<int64_t>(table.size()) * cache.block_size() < n_ctx ||
       !cache.Row(table[static_cast<size_t>(first / cache.block_size())], layer, 0, 0)) {
     return;
   }
-  float* scores = scratch;  // [n_q][n_att]
-  float* row_buf = scratch + static_cast<size_t>(n_q) * static_cast<size_t>(n_att);
-  const int64_t slice_begin = static_cast<int64_t>(kv_begin) * hd;
-  const int64_t slice_len = static_cast<int64_t>(kv_end - kv_begin) * hd;
-  // The bytes of a row the slice touches, in proportion (a prefetch hint, so approximate:
-  // block-quantized formats and fp8's row scale may reach one line further).
-  const size_t rb = cache.row_bytes();
-  RowSpan span;
-  span.begin = rb * static_cast<size_t>(slice_begin) / static_cast<size_t>(n_row) / 64 * 64;
-  span.end = std::min(
-      rb, rb * static_cast<size_t>(slice_begin + slice_len) / static_cast<size_t>(n_row) + 64);
-  // Keys: each row's slice for these kv heads is decoded once; every query head of each
-  // group scores it.
-  const float cap = s.softcap, inv_cap = s.softcap > 0 ? 1.0f / s.softcap : 0.0f;
-  ForEachRow(cache, table, layer, 0, first, n_ctx, span, [&](int t, const uint8_t* row) {
-    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
-    for (int h = 0; h < n_q; ++h) {
-      float dot = Dot(q_q + static_cast<size_t>(h) * hd, row_buf + (h / group) * hd, hd);
-      if (cap > 0) dot = cap * std::tanh(dot * inv_cap);
-      scores[static_cast<size_t>(h) * n_att + t] = dot * s.scale;
-    }
-  });
+  float* scores = scratch;                               // [n_q][kTile]
+  float* m = scores + static_cast<size_t>(n_q) * kTile;  // [n_q] running maxima
+  float* l = m + n_q;                                    // [n_q] running sums
+  float* buf = l + n_q;                                  // [kTile][hd]
+  std::fill(m, m + n_q, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + n_q, 0.0f);
+  HeadRows rows;
+  rows.dtype = cache.config().dtype;
+  rows.n_row = int64_t{s.n_kv_heads} * hd;
+  rows.hd = hd;
+  const RowSpan span =
+      SpanOf(cache, rows.n_row, int64_t{kv_begin} * hd, int64_t{kv_end - kv_begin} * hd);
+  TileWalk walk{k, cache, table, layer, s, group, kv_begin, kv_end, rows, span};
+  walk.Run(first, n_ctx, q_q, scores, m, l, out_q, buf);
   for (int h = 0; h < n_q; ++h) {
-    float* p = scores + static_cast<size_t>(h) * n_att;
-    const float mx = *std::max_element(p, p + n_att);
-    float sum = 0;
-    for (int t = 0; t < n_att; ++t) {
-      p[t] = std::exp(p[t] - mx);
-      sum += p[t];
-    }
-    const float inv = 1.0f / sum;
-    for (int t = 0; t < n_att; ++t) p[t] *= inv;
+    const float inv = 1.0f / l[h];
+    float* o = out_q + static_cast<size_t>(h) * hd;
+    for (int i = 0; i < hd; ++i) o[i] *= inv;
   }
-  // Values, accumulated in token order.
-  ForEachRow(cache, table, layer, 1, first, n_ctx, span, [&](int t, const uint8_t* row) {
-    KvDecodeRange(dtype, row, n_row, slice_begin, slice_len, row_buf);
-    for (int h = 0; h < n_q; ++h) {
-      Axpy(scores[static_cast<size_t>(h) * n_att + t], row_buf + (h / group) * hd,
-           out_q + static_cast<size_t>(h) * hd, hd);
-    }
-  });
+}
+
+}  // namespace attention
+
+void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
+               int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {
+  attention::AttendOneWith(attention::ActiveAttentionKernels(), cache, seq, layer, s, q, n_ctx,
+                           kv_begin, kv_end, out, scratch);
 }
 
 }  // namespace pinfer

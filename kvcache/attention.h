@@ -1,5 +1,5 @@
 // CPU attention over the KV cache: keys and values are read through the sequence's block
-// table (paged) or its single block (contiguous) and decoded from the KV format on the fly.
+// table (paged) or its single block (contiguous) in the KV format, without a decoded copy.
 #pragma once
 
 #include "kvcache/kv_cache.h"
@@ -21,15 +21,17 @@ struct AttentionShape {
   float softcap = 0;
 };
 
-// Floats of scratch AttendOne needs for a context of n_ctx tokens.
-size_t AttentionScratchFloats(const AttentionShape& s, int n_ctx);
+// Floats of scratch AttendOne needs (whatever the context's length).
+size_t AttentionScratchFloats(const AttentionShape& s);
 
 // One query token of sequence `seq` in `layer` attends to cache positions [0, n_ctx) (the last
 // s.window of them when s.window > 0).
 // q:   [n_heads x head_dim] (RoPE applied), out: [n_heads x head_dim].
 // Only the query heads of kv heads [kv_begin, kv_end) are computed (for splitting across
-// threads). Softmax in float32, accumulation in token order, so the result does not depend
-// on the layout or the block size.
+// threads); a head's result does not depend on the split. Softmax in float32, online over
+// tiles of positions cut from the window's first one (attention_kernels.h), so the result
+// does not depend on the layout or the block size. The CPU's best kernel set computes it;
+// the others agree within float rounding. A context the sequence does not hold gives zeros.
 void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
                int n_ctx, int kv_begin, int kv_end, float* out, float* scratch);
 

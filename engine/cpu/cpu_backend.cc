@@ -51,11 +51,11 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
         for (int64_t item = begin; item < end; ++item) {
           const int t = static_cast<int>(item / c.n_kv_heads);
           const int kv = static_cast<int>(item % c.n_kv_heads);
-          const int n_ctx = batch.positions[t] + 1;
-          const size_t need = AttentionScratchFloats(shape, n_ctx);
+          const size_t need = AttentionScratchFloats(shape);
           if (scratch.size() < need) scratch.resize(need);
-          AttendOne(cache, batch.seq_ids[t], layer, shape, q_.data() + (size_t)t * c.q_dim(), n_ctx,
-                    kv, kv + 1, att_.data() + (size_t)t * c.q_dim(), scratch.data());
+          AttendOne(cache, batch.seq_ids[t], layer, shape, q_.data() + (size_t)t * c.q_dim(),
+                    batch.positions[t] + 1, kv, kv + 1, att_.data() + (size_t)t * c.q_dim(),
+                    scratch.data());
         }
       },
       1);

@@ -40,7 +40,7 @@ class CpuBackend : public Backend {
   std::vector<float> att_;                   // [max_tokens x q_dim] attention output
   std::vector<float> proj_;                  // [max_tokens x dim] attention / FFN projection out
   std::vector<float> gate_, up_;             // [max_tokens x n_ff]
-  std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  std::vector<std::vector<float>> scratch_;  // per thread: attention's scratch
 };
 
 }  // namespace pinfer

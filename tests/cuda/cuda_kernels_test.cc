@@ -808,7 +808,7 @@ TEST(CudaKernels, PagedAttentionMatchesCpuEveryKvFormat) {
       AttentionShape shape{heads, kv_heads, hd, scale};
       std::vector<float> want(n * heads * hd);
       for (int t = 0; t < n; ++t) {
-        std::vector<float> scratch(AttentionScratchFloats(shape, pos[t] + 1));
+        std::vector<float> scratch(AttentionScratchFloats(shape));
         AttendOne(c, seq[t], 1, shape, &q[t * heads * hd], pos[t] + 1, 0, kv_heads,
                   &want[t * heads * hd], scratch.data());
       }
