@@ -11,6 +11,8 @@ function(pagedinfer_libraries_for src out)
     "tests/testing/test_models.h" pagedinfer_testing_paths
     "tests/testing/engine_helpers.h" pagedinfer_testing_engine
     "tests/testing/hf_folders.h" pagedinfer_testing_hf
+    "tests/testing/reference_forward.h" pagedinfer_testing_reference
+    "tests/testing/synth_models.h" pagedinfer_testing_synth
     "tests/testing/cli_process.h" pagedinfer_testing_cli
     "tests/testing/prometheus_text.h" pagedinfer_testing_prometheus)
   file(STRINGS ${src} incs REGEX "^#include \"")

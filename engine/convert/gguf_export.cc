@@ -14,22 +14,29 @@
 namespace pinfer {
 namespace {
 
-// A tensor's source in the model: a matrix (with a row map for the Q/K permutation) or a
-// float vector.
+// A tensor's source in the model: a matrix (with a row map for the Q/K permutation), the rows
+// of several matrices one after another (phi3's fused attn_qkv and ffn_up), or a float vector.
 struct Source {
   const WeightMatrix* matrix = nullptr;
   const std::vector<float>* vector = nullptr;
   int heads = 0;  // > 0: permute rows from halves to adjacent pairs, per head of head_dim
+  std::vector<const WeightMatrix*> fused;  // when set: these matrices' rows, in order
 };
+
+Source Mat(const WeightMatrix* m, int heads = 0) { return Source{m, nullptr, heads, {}}; }
+Source Vec(const std::vector<float>* v) { return Source{nullptr, v, 0, {}}; }
+Source Fused(std::vector<const WeightMatrix*> parts) {
+  return Source{nullptr, nullptr, 0, std::move(parts)};
+}
 
 absl::StatusOr<Source> FindSource(const Model& model, const std::string& name) {
   const ModelWeights& w = model.weights();
   const ModelConfig& c = model.config();
   const bool permute = c.arch == "llama" && c.rope_style == RopeStyle::kHalves;
-  if (name == "token_embd.weight") return Source{&w.tok_embd};
-  if (name == "output.weight") return Source{&w.output};
-  if (name == "output_norm.weight") return Source{nullptr, &w.output_norm};
-  if (name == "rope_freqs.weight") return Source{nullptr, &c.rope_freq_factors};
+  if (name == "token_embd.weight") return Mat(&w.tok_embd);
+  if (name == "output.weight") return Mat(&w.output);
+  if (name == "output_norm.weight") return Vec(&w.output_norm);
+  if (name == "rope_freqs.weight") return Vec(&c.rope_freq_factors);
   std::vector<std::string> parts = absl::StrSplit(name, '.');
   int layer = -1;
   if (parts.size() == 4 && parts[0] == "blk") layer = std::atoi(parts[1].c_str());
@@ -39,18 +46,23 @@ absl::StatusOr<Source> FindSource(const Model& model, const std::string& name) {
   const LayerWeights& l = w.layers[static_cast<size_t>(layer)];
   const std::string key = parts[2] + "." + parts[3];
   const std::map<std::string, Source> table = {
-      {"attn_norm.weight", {nullptr, &l.attn_norm}},
-      {"attn_q.weight", {&l.wq, nullptr, permute ? c.n_heads : 0}},
-      {"attn_k.weight", {&l.wk, nullptr, permute ? c.n_kv_heads : 0}},
-      {"attn_v.weight", {&l.wv}},
-      {"attn_output.weight", {&l.wo}},
-      {"attn_q.bias", {nullptr, &l.bq}},
-      {"attn_k.bias", {nullptr, &l.bk}},
-      {"attn_v.bias", {nullptr, &l.bv}},
-      {"ffn_norm.weight", {nullptr, &l.ffn_norm}},
-      {"ffn_gate.weight", {&l.w_gate}},
-      {"ffn_up.weight", {&l.w_up}},
-      {"ffn_down.weight", {&l.w_down}},
+      {"attn_norm.weight", Vec(&l.attn_norm)},
+      {"attn_qkv.weight", Fused({&l.wq, &l.wk, &l.wv})},
+      {"attn_q_norm.weight", Vec(&l.q_norm)},
+      {"attn_k_norm.weight", Vec(&l.k_norm)},
+      {"post_attention_norm.weight", Vec(&l.attn_post_norm)},
+      {"post_ffw_norm.weight", Vec(&l.ffn_post_norm)},
+      {"attn_q.weight", Mat(&l.wq, permute ? c.n_heads : 0)},
+      {"attn_k.weight", Mat(&l.wk, permute ? c.n_kv_heads : 0)},
+      {"attn_v.weight", Mat(&l.wv)},
+      {"attn_output.weight", Mat(&l.wo)},
+      {"attn_q.bias", Vec(&l.bq)},
+      {"attn_k.bias", Vec(&l.bk)},
+      {"attn_v.bias", Vec(&l.bv)},
+      {"ffn_norm.weight", Vec(&l.ffn_norm)},
+      {"ffn_gate.weight", Mat(&l.w_gate)},
+      {"ffn_up.weight", c.arch == "phi3" ? Fused({&l.w_gate, &l.w_up}) : Mat(&l.w_up)},
+      {"ffn_down.weight", Mat(&l.w_down)},
   };
   auto it = table.find(key);
   if (it == table.end()) return absl::InternalError(absl::StrCat("no source for '", name, "'"));
@@ -63,16 +75,21 @@ void FillTensor(const Source& src, const TensorPlan& t, int head_dim, uint8_t* d
     std::memcpy(dst, src.vector->data(), std::min(nbytes, src.vector->size() * sizeof(float)));
     return;
   }
-  const WeightMatrix& w = *src.matrix;
+  const std::vector<const WeightMatrix*> parts =
+      src.fused.empty() ? std::vector<const WeightMatrix*>{src.matrix} : src.fused;
+  int64_t rows = 0;
+  for (const WeightMatrix* m : parts) rows += m->rows;
   const size_t row_bytes = GgmlRowBytes(t.type, n);
   std::vector<float> buf(static_cast<size_t>(n));
-  for (int64_t r = 0; r < w.rows && static_cast<size_t>(r + 1) * row_bytes <= nbytes; ++r) {
+  for (int64_t r = 0; r < rows && static_cast<size_t>(r + 1) * row_bytes <= nbytes; ++r) {
     int64_t from = r;
+    size_t part = 0;
+    while (from >= parts[part]->rows) from -= parts[part++]->rows;
     if (src.heads > 0) {  // GGUF row h*hd + 2i + j  <-  HF row h*hd + j*hd/2 + i
       const int64_t h = r / head_dim, within = r % head_dim;
       from = h * head_dim + (within % 2) * (head_dim / 2) + within / 2;
     }
-    WeightRowForGguf(w, from, buf.data());
+    WeightRowForGguf(*parts[part], from, buf.data());
     uint8_t* out = dst + static_cast<size_t>(r) * row_bytes;
     if (t.type == GgmlType::kF32) {
       std::memcpy(out, buf.data(), row_bytes);

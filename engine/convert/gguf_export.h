@@ -1,7 +1,7 @@
 // Writes a loaded Model (from a Hugging Face folder or a GGUF file) as a GGUF file llama.cpp
-// accepts: general.architecture llama or qwen2, the {arch}.* hyper-parameters under llama.cpp's
-// names, the tokenizer as tokenizer.ggml.* ("llama" SentencePiece vocabularies with scores,
-// "gpt2" byte-level BPE with merges and pre), and the tensors stored as a file type.
+// accepts: general.architecture (any of SupportedArchitectures()), the {arch}.* hyper-parameters
+// under llama.cpp's names, the tokenizer as tokenizer.ggml.* ("llama" SentencePiece vocabularies
+// with scores, "gpt2" byte-level BPE with merges and pre), and the tensors stored as a file type.
 //
 // Hugging Face llama checkpoints rotate RoPE halves; GGUF "llama" files rotate adjacent pairs.
 // Like llama.cpp's convert_hf_to_gguf.py, the rows of attn_q / attn_k are permuted per head

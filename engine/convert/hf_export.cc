@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/convert/gguf_export.h"
+#include "engine/model/hf_architecture.h"
 #include "loaders/absl_compat.h"
 #include "loaders/fp16.h"
 #include "nlohmann/json.hpp"
@@ -92,6 +93,83 @@ StTensorData VectorTensor(const std::string& name, const std::vector<float>& v, 
       name, dtype, {static_cast<int64_t>(v.size())}, Encode(v.data(), (int64_t)v.size(), dtype)};
 }
 
+StTensorData NormTensor(const std::string& name, std::vector<float> v, bool offset, StDtype dtype) {
+  if (offset) {  // gemma: the checkpoint holds w for the (1 + w) the engine keeps
+    for (float& x : v) x -= 1.0f;
+  }
+  return VectorTensor(name, v, dtype);
+}
+
+// The rows of several matrices one after another (phi3's qkv_proj and gate_up_proj).
+StTensorData FusedTensor(const std::string& name, std::initializer_list<const WeightMatrix*> parts,
+                         StDtype dtype) {
+  int64_t rows = 0, cols = 0;
+  for (const WeightMatrix* m : parts) rows += m->rows, cols = m->cols;
+  std::vector<float> all(static_cast<size_t>(rows * cols));
+  int64_t r = 0;
+  for (const WeightMatrix* m : parts) {
+    for (int64_t i = 0; i < m->rows; ++i, ++r) WeightRowForGguf(*m, i, all.data() + r * cols);
+  }
+  return StTensorData{name, dtype, {rows, cols}, Encode(all.data(), rows * cols, dtype)};
+}
+
+void LayerTensors(const ModelConfig& c, const LayerWeights& l, int i, StDtype dtype,
+                  std::vector<StTensorData>* t) {
+  const bool permute = c.arch == "llama" && c.rope_style == RopeStyle::kAdjacentPairs;
+  const bool off = HfNormsStoreOffset(c);
+  const int hd = c.head_dim;
+  const std::string p = absl::StrCat("model.layers.", i, ".");
+  t->push_back(NormTensor(p + "input_layernorm.weight", l.attn_norm, off, dtype));
+  if (c.arch == "phi3") {
+    t->push_back(FusedTensor(p + "self_attn.qkv_proj.weight", {&l.wq, &l.wk, &l.wv}, dtype));
+  } else {
+    t->push_back(
+        MatrixTensor(p + "self_attn.q_proj.weight", l.wq, permute ? c.n_heads : 0, hd, dtype));
+    t->push_back(
+        MatrixTensor(p + "self_attn.k_proj.weight", l.wk, permute ? c.n_kv_heads : 0, hd, dtype));
+    t->push_back(MatrixTensor(p + "self_attn.v_proj.weight", l.wv, 0, hd, dtype));
+  }
+  t->push_back(MatrixTensor(p + "self_attn.o_proj.weight", l.wo, 0, hd, dtype));
+  if (c.qkv_bias) {
+    t->push_back(VectorTensor(p + "self_attn.q_proj.bias", l.bq, dtype));
+    t->push_back(VectorTensor(p + "self_attn.k_proj.bias", l.bk, dtype));
+    t->push_back(VectorTensor(p + "self_attn.v_proj.bias", l.bv, dtype));
+  }
+  if (c.qk_norm) {
+    t->push_back(NormTensor(p + "self_attn.q_norm.weight", l.q_norm, off, dtype));
+    t->push_back(NormTensor(p + "self_attn.k_norm.weight", l.k_norm, off, dtype));
+  }
+  if (c.post_norms) {  // gemma's names
+    t->push_back(NormTensor(p + "post_attention_layernorm.weight", l.attn_post_norm, off, dtype));
+    t->push_back(NormTensor(p + "pre_feedforward_layernorm.weight", l.ffn_norm, off, dtype));
+    t->push_back(NormTensor(p + "post_feedforward_layernorm.weight", l.ffn_post_norm, off, dtype));
+  } else {
+    t->push_back(NormTensor(p + "post_attention_layernorm.weight", l.ffn_norm, off, dtype));
+  }
+  if (c.arch == "phi3") {
+    t->push_back(FusedTensor(p + "mlp.gate_up_proj.weight", {&l.w_gate, &l.w_up}, dtype));
+  } else {
+    t->push_back(MatrixTensor(p + "mlp.gate_proj.weight", l.w_gate, 0, hd, dtype));
+    t->push_back(MatrixTensor(p + "mlp.up_proj.weight", l.w_up, 0, hd, dtype));
+  }
+  t->push_back(MatrixTensor(p + "mlp.down_proj.weight", l.w_down, 0, hd, dtype));
+}
+
+std::vector<StTensorData> HfTensors(const Model& model, StDtype dtype) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  std::vector<StTensorData> t;
+  t.push_back(MatrixTensor("model.embed_tokens.weight", w.tok_embd, 0, c.head_dim, dtype));
+  for (int i = 0; i < c.n_layers; ++i) {
+    LayerTensors(c, w.layers[static_cast<size_t>(i)], i, dtype, &t);
+  }
+  t.push_back(NormTensor("model.norm.weight", w.output_norm, HfNormsStoreOffset(c), dtype));
+  if (!c.tied_embeddings) {
+    t.push_back(MatrixTensor("lm_head.weight", w.output, 0, c.head_dim, dtype));
+  }
+  return t;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> HfTokenizerJson(const TokenizerSpec& spec) {
@@ -172,9 +250,7 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
   fs::create_directories(folder, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", folder, ": ", ec.message()));
 
-  json cfg = {{"architectures", {c.arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-              {"model_type", c.arch},
-              {"hidden_size", c.dim},
+  json cfg = {{"hidden_size", c.dim},
               {"intermediate_size", c.n_ff},
               {"num_hidden_layers", c.n_layers},
               {"num_attention_heads", c.n_heads},
@@ -184,7 +260,7 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
               {"max_position_embeddings", c.context_length},
               {"rms_norm_eps", c.rms_eps},
               {"rope_theta", c.rope_theta},
-              {"hidden_act", "silu"},
+              {"hidden_act", "silu"},  // gemma: replaced by WriteHfArchitectureKeys
               {"tie_word_embeddings", c.tied_embeddings},
               {"torch_dtype", dtype == StDtype::kF32   ? "float32"
                               : dtype == StDtype::kF16 ? "float16"
@@ -192,6 +268,7 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
   if (c.rope_freq_scale != 1.0f) {
     cfg["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0 / c.rope_freq_scale}};
   }
+  if (absl::Status s = WriteHfArchitectureKeys(c, &cfg); !s.ok()) return s;
   if (spec.bos_id >= 0) cfg["bos_token_id"] = spec.bos_id;
   if (spec.eos_id >= 0) cfg["eos_token_id"] = spec.eos_id;
   json tok_cfg = {{"add_bos_token", spec.add_bos}, {"add_eos_token", spec.add_eos}};
@@ -202,34 +279,7 @@ absl::Status WriteHfFolder(const Model& model, const std::string& folder, StDtyp
   }
   if (!spec.chat_template.empty()) tok_cfg["chat_template"] = spec.chat_template;
 
-  const ModelWeights& w = model.weights();
-  const bool permute = c.arch == "llama" && c.rope_style == RopeStyle::kAdjacentPairs;
-  const int hd = c.head_dim;
-  std::vector<StTensorData> t;
-  t.push_back(MatrixTensor("model.embed_tokens.weight", w.tok_embd, 0, hd, dtype));
-  for (int i = 0; i < c.n_layers; ++i) {
-    const LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    const std::string p = absl::StrCat("model.layers.", i, ".");
-    t.push_back(VectorTensor(p + "input_layernorm.weight", l.attn_norm, dtype));
-    t.push_back(
-        MatrixTensor(p + "self_attn.q_proj.weight", l.wq, permute ? c.n_heads : 0, hd, dtype));
-    t.push_back(
-        MatrixTensor(p + "self_attn.k_proj.weight", l.wk, permute ? c.n_kv_heads : 0, hd, dtype));
-    t.push_back(MatrixTensor(p + "self_attn.v_proj.weight", l.wv, 0, hd, dtype));
-    t.push_back(MatrixTensor(p + "self_attn.o_proj.weight", l.wo, 0, hd, dtype));
-    if (c.qkv_bias) {
-      t.push_back(VectorTensor(p + "self_attn.q_proj.bias", l.bq, dtype));
-      t.push_back(VectorTensor(p + "self_attn.k_proj.bias", l.bk, dtype));
-      t.push_back(VectorTensor(p + "self_attn.v_proj.bias", l.bv, dtype));
-    }
-    t.push_back(VectorTensor(p + "post_attention_layernorm.weight", l.ffn_norm, dtype));
-    t.push_back(MatrixTensor(p + "mlp.gate_proj.weight", l.w_gate, 0, hd, dtype));
-    t.push_back(MatrixTensor(p + "mlp.up_proj.weight", l.w_up, 0, hd, dtype));
-    t.push_back(MatrixTensor(p + "mlp.down_proj.weight", l.w_down, 0, hd, dtype));
-  }
-  t.push_back(VectorTensor("model.norm.weight", w.output_norm, dtype));
-  if (!c.tied_embeddings) t.push_back(MatrixTensor("lm_head.weight", w.output, 0, hd, dtype));
-
+  std::vector<StTensorData> t = HfTensors(model, dtype);
   const fs::path dir(folder);
   if (absl::Status s =
           WriteSafetensors((dir / "model.safetensors").string(), t, {{"format", "pt"}});

@@ -1,4 +1,5 @@
-// The CPU backend: the reference forward pass of a Llama-family decoder over a batch of
+// The CPU backend: the reference forward pass of a Llama-family decoder (every architecture of
+// engine/model/architecture.h) over a batch of
 // tokens from many sequences, multiplying against quantized weights directly and reading
 // keys and values through the KV cache's block tables.
 #pragma once
@@ -27,7 +28,13 @@ class CpuBackend : public Backend {
   static uint64_t WorkspaceFloats(const ModelConfig& c, int max_tokens);
 
  private:
-  void Attention(const ForwardBatch& batch, const KvCache& cache, int layer);
+  // The steps of Forward, each over the batch's n tokens.
+  void Embed(const ForwardBatch& batch);  // x_ = embeddings (ids checked by ValidateBatch)
+  void NormInto(int n, const std::vector<float>& w);  // xb_ = RMSNorm(x_) w
+  // q_ (biased, normed, rotated, scaled as the model says) and K/V of layer l into the cache.
+  void QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l);
+  void Attention(const ForwardBatch& batch, const KvCache& cache, int layer);  // att_
+  void AddResidual(int n, const std::vector<float>& post_norm);                // x_ += [norm] proj_
 
   const Model& model_;
   int max_tokens_;

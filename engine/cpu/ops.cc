@@ -27,10 +27,11 @@ std::vector<float> RopeFrequencies(float theta, int head_dim) {
 }
 
 void ApplyRope(float* vec, int n_heads, int head_dim, int pos, float theta, RopeStyle style,
-               float freq_scale, const float* freq_factors) {
-  const int half = head_dim / 2;
+               float freq_scale, const float* freq_factors, int n_rot) {
+  const int dims = n_rot > 0 ? n_rot : head_dim;
+  const int half = dims / 2;
   for (int i = 0; i < half; ++i) {
-    const float freq = RopeFrequency(theta, i, head_dim);
+    const float freq = RopeFrequency(theta, i, dims);
     float angle = static_cast<float>(pos) * freq;
     if (freq_factors) angle /= freq_factors[i];
     angle *= freq_scale;
@@ -51,6 +52,23 @@ void SwiGlu(float* gate, const float* up, int64_t n) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void GeGlu(float* gate, const float* up, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    gate[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x))) * up[i];
+  }
+}
+
+void SoftCap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void Scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
 void AddInPlace(float* x, const float* y, int64_t n) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/model/hf_architecture.h"
 #include "loaders/absl_compat.h"
 #include "loaders/json_strict.h"
 
@@ -106,17 +107,8 @@ absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, std::string_v
   }
   c.architecture = j["architectures"][0].get<std::string>();
   ModelConfig& m = c.model;
-  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM") {
-    m.arch = "llama";
-  } else if (c.architecture == "Qwen2ForCausalLM") {
-    m.arch = "qwen2";
-    m.qkv_bias = true;
-  } else {
-    return absl::UnimplementedError(absl::StrCat(
-        Sv(source), ": architecture '", c.architecture,
-        "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"));
-  }
-  m.rope_style = RopeStyle::kHalves;
+  if (absl::Status s = SetHfArchitecture(c.architecture, source, &m); !s.ok()) return s;
+  m.rope_style = RopeStyle::kHalves;  // Hugging Face checkpoints rotate halves
   m.rms_eps = 1e-6f;
   m.head_dim = 0;
   m.n_kv_heads = 0;
@@ -146,6 +138,7 @@ absl::StatusOr<HfConfig> HfConfigFromJson(const nlohmann::json& j, std::string_v
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
     if (absl::Status s = ParseRopeScaling(j["rope_scaling"], source, &m); !s.ok()) return s;
   }
+  if (absl::Status s = ReadHfArchitectureKeys(j, source, &m); !s.ok()) return s;
   if (j.contains("quantization_config") && !j["quantization_config"].is_null()) {
     absl::StatusOr<QuantConfig> q = ParseQuantConfigJson(
         j["quantization_config"].dump(), absl::StrCat(Sv(source), " quantization_config"));
@@ -189,7 +182,13 @@ absl::StatusOr<std::string> HfToGgufTensorName(std::string_view hf_name) {
       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},
       {"input_layernorm", "attn_norm"},
-      {"post_attention_layernorm", "ffn_norm"},
+      {"post_attention_layernorm", "ffn_norm"},  // gemma: post_attention_norm
+      {"self_attn.q_norm", "attn_q_norm"},
+      {"self_attn.k_norm", "attn_k_norm"},
+      {"self_attn.qkv_proj", "attn_qkv"},
+      {"mlp.gate_up_proj", "ffn_up"},  // phi3: gate and up in one
+      {"pre_feedforward_layernorm", "ffn_norm"},
+      {"post_feedforward_layernorm", "post_ffw_norm"},
   };
   static constexpr std::string_view kSuffixes[] = {".weight", ".bias",   ".qweight",
                                                    ".qzeros", ".scales", ".g_idx"};

@@ -14,8 +14,8 @@
 namespace pinfer {
 
 struct HfConfig {
-  std::string architecture;          // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"
-  ModelConfig model;                 // rope_style kHalves; qwen2: arch "qwen2", qkv_bias
+  std::string architecture;          // the model class: see engine/model/hf_architecture.h
+  ModelConfig model;                 // rope_style kHalves; the class's architecture features
   std::optional<QuantConfig> quant;  // from "quantization_config" when present
 };
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model/hf_architecture.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/model.h"
 #include "loaders/absl_compat.h"
@@ -87,8 +88,9 @@ class HfBinder {
       if (used_.count(t->name) || !HfToGgufTensorName(t->name).ok()) continue;
       return absl::UnimplementedError(
           absl::StrCat(st_.folder(), ": tensor '", t->name,
-                       "' is not used by this engine's Llama/Qwen2 forward pass (biases other "
-                       "than qwen2's q/k/v are not supported); the model would run wrongly"));
+                       "' is not used by this engine's forward pass for this architecture "
+                       "(biases other than qwen2's q/k/v are not supported); the model would "
+                       "run wrongly"));
     }
     return absl::OkStatus();
   }
@@ -173,32 +175,93 @@ class HfBinder {
   bool any_packed_ = false;
 };
 
+// Gemma checkpoints store RMSNorm weights as w for (1 + w); the engine holds 1 + w.
+void AddOne(std::vector<float>* v) {
+  for (float& x : *v) x += 1.0f;
+}
+
+// Q, K, V (phi3: one qkv_proj, bound as row views) and gate/up (phi3: one gate_up_proj).
+absl::Status BindProjections(HfBinder& b, const ModelConfig& c, const std::string& a,
+                             const std::string& m, const std::string& g, LayerWeights* l) {
+  absl::Status s;
+  if (c.arch == "phi3") {
+    WeightMatrix qkv, gate_up;
+    const int64_t q = c.q_dim(), kv = c.kv_dim();
+    s = b.Matrix(a + "qkv_proj", g + "attn_qkv", q + 2 * kv, c.dim, &qkv);
+    if (s.ok()) s = b.Matrix(m + "gate_up_proj", g + "ffn_up", 2 * c.n_ff, c.dim, &gate_up);
+    if (!s.ok()) return s;
+    l->wq = RowView(qkv, 0, q, qkv.name + "[q]");
+    l->wk = RowView(qkv, q, kv, qkv.name + "[k]");
+    l->wv = RowView(qkv, q + kv, kv, qkv.name + "[v]");
+    l->w_gate = RowView(gate_up, 0, c.n_ff, gate_up.name + "[gate]");
+    l->w_up = RowView(gate_up, c.n_ff, c.n_ff, gate_up.name + "[up]");
+    return absl::OkStatus();
+  }
+  s = b.Matrix(a + "q_proj", g + "attn_q", c.q_dim(), c.dim, &l->wq);
+  if (s.ok()) s = b.Matrix(a + "k_proj", g + "attn_k", c.kv_dim(), c.dim, &l->wk);
+  if (s.ok()) s = b.Matrix(a + "v_proj", g + "attn_v", c.kv_dim(), c.dim, &l->wv);
+  if (s.ok()) s = b.Matrix(m + "gate_proj", g + "ffn_gate", c.n_ff, c.dim, &l->w_gate);
+  if (s.ok()) s = b.Matrix(m + "up_proj", g + "ffn_up", c.n_ff, c.dim, &l->w_up);
+  return s;
+}
+
+// The norms: llama's two, or gemma's four (post_attention_layernorm is the attention's
+// post-norm there, pre_feedforward_layernorm the FFN's input norm), and Q/K norms.
+absl::Status BindNorms(HfBinder& b, const ModelConfig& c, const std::string& h,
+                       const std::string& g, LayerWeights* l) {
+  const std::string a = h + "self_attn.";
+  absl::Status s =
+      b.Vector(h + "input_layernorm.weight", g + "attn_norm.weight", c.dim, &l->attn_norm);
+  if (s.ok() && c.post_norms) {
+    s = b.Vector(h + "post_attention_layernorm.weight", g + "post_attention_norm.weight", c.dim,
+                 &l->attn_post_norm);
+    if (s.ok()) {
+      s = b.Vector(h + "pre_feedforward_layernorm.weight", g + "ffn_norm.weight", c.dim,
+                   &l->ffn_norm);
+    }
+    if (s.ok()) {
+      s = b.Vector(h + "post_feedforward_layernorm.weight", g + "post_ffw_norm.weight", c.dim,
+                   &l->ffn_post_norm);
+    }
+  } else if (s.ok()) {
+    s = b.Vector(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", c.dim, &l->ffn_norm);
+  }
+  if (s.ok() && c.qk_norm) {
+    s = b.Vector(a + "q_norm.weight", g + "attn_q_norm.weight", c.head_dim, &l->q_norm);
+    if (s.ok()) s = b.Vector(a + "k_norm.weight", g + "attn_k_norm.weight", c.head_dim, &l->k_norm);
+  }
+  if (s.ok() && HfNormsStoreOffset(c)) {
+    for (std::vector<float>* v : {&l->attn_norm, &l->ffn_norm, &l->attn_post_norm,
+                                  &l->ffn_post_norm, &l->q_norm, &l->k_norm}) {
+      AddOne(v);
+    }
+  }
+  return s;
+}
+
+absl::Status BindLayer(HfBinder& b, const ModelConfig& c, int i, LayerWeights* l) {
+  const std::string h = absl::StrCat("model.layers.", i, "."), g = absl::StrCat("blk.", i, ".");
+  const std::string a = h + "self_attn.", m = h + "mlp.";
+  absl::Status s = BindNorms(b, c, h, g, l);
+  if (s.ok()) s = BindProjections(b, c, a, m, g, l);
+  if (s.ok()) s = b.Matrix(a + "o_proj", g + "attn_output", c.dim, c.q_dim(), &l->wo);
+  if (s.ok()) s = b.Matrix(m + "down_proj", g + "ffn_down", c.dim, c.n_ff, &l->w_down);
+  if (s.ok() && c.qkv_bias) {
+    s = b.Vector(a + "q_proj.bias", g + "attn_q.bias", c.q_dim(), &l->bq);
+    if (s.ok()) s = b.Vector(a + "k_proj.bias", g + "attn_k.bias", c.kv_dim(), &l->bk);
+    if (s.ok()) s = b.Vector(a + "v_proj.bias", g + "attn_v.bias", c.kv_dim(), &l->bv);
+  }
+  return s;
+}
+
 absl::Status BindAll(HfBinder& b, const ModelConfig& c, ModelWeights& w) {
   absl::Status s = b.Matrix("model.embed_tokens", "token_embd", c.n_vocab, c.dim, &w.tok_embd);
   if (s.ok()) s = b.Vector("model.norm.weight", "output_norm.weight", c.dim, &w.output_norm);
   if (!s.ok()) return s;
+  if (HfNormsStoreOffset(c)) AddOne(&w.output_norm);
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int i = 0; i < c.n_layers && s.ok(); ++i) {
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    const std::string h = absl::StrCat("model.layers.", i, "."), g = absl::StrCat("blk.", i, ".");
-    const std::string a = h + "self_attn.", m = h + "mlp.";
-    s = b.Vector(h + "input_layernorm.weight", g + "attn_norm.weight", c.dim, &l.attn_norm);
-    if (s.ok()) s = b.Matrix(a + "q_proj", g + "attn_q", c.q_dim(), c.dim, &l.wq);
-    if (s.ok()) s = b.Matrix(a + "k_proj", g + "attn_k", c.kv_dim(), c.dim, &l.wk);
-    if (s.ok()) s = b.Matrix(a + "v_proj", g + "attn_v", c.kv_dim(), c.dim, &l.wv);
-    if (s.ok()) s = b.Matrix(a + "o_proj", g + "attn_output", c.dim, c.q_dim(), &l.wo);
-    if (s.ok()) {
-      s = b.Vector(h + "post_attention_layernorm.weight", g + "ffn_norm.weight", c.dim,
-                   &l.ffn_norm);
-    }
-    if (s.ok()) s = b.Matrix(m + "gate_proj", g + "ffn_gate", c.n_ff, c.dim, &l.w_gate);
-    if (s.ok()) s = b.Matrix(m + "up_proj", g + "ffn_up", c.n_ff, c.dim, &l.w_up);
-    if (s.ok()) s = b.Matrix(m + "down_proj", g + "ffn_down", c.dim, c.n_ff, &l.w_down);
-    if (s.ok() && c.qkv_bias) {
-      s = b.Vector(a + "q_proj.bias", g + "attn_q.bias", c.q_dim(), &l.bq);
-      if (s.ok()) s = b.Vector(a + "k_proj.bias", g + "attn_k.bias", c.kv_dim(), &l.bk);
-      if (s.ok()) s = b.Vector(a + "v_proj.bias", g + "attn_v.bias", c.kv_dim(), &l.bv);
-    }
+    s = BindLayer(b, c, i, &w.layers[static_cast<size_t>(i)]);
   }
   if (!s.ok()) return s;
   if (c.tied_embeddings) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/model/architecture.h"
 #include "loaders/gguf.h"
 
 namespace pinfer {
@@ -27,6 +28,16 @@ absl::Status ModelConfig::Validate() const {
   }
   if (head_dim % 2 != 0)
     return bad(absl::StrCat("head dim ", head_dim, " is odd; RoPE needs pairs"));
+  if (n_rot < 0 || n_rot > head_dim || n_rot % 2 != 0) {
+    return bad(absl::StrCat("RoPE dimensions ", n_rot,
+                            " must be an even number up to the head dim ", head_dim));
+  }
+  for (float cap : {attn_softcap, final_softcap, query_scale}) {
+    if (!(cap >= 0) || !std::isfinite(cap)) {
+      return bad(
+          absl::StrCat("soft-capping and query scale ", cap, " must be 0 (off) or positive"));
+    }
+  }
   if (!(rms_eps > 0) || !std::isfinite(rms_eps) || rms_eps >= 1) {
     return bad(absl::StrCat("RMS norm epsilon ", rms_eps,
                             " must be a small positive number (models use 1e-6 to 1e-5)"));
@@ -38,9 +49,9 @@ absl::Status ModelConfig::Validate() const {
     return bad(absl::StrCat("RoPE frequency scale ", rope_freq_scale, " must be positive"));
   }
   if (!rope_freq_factors.empty()) {
-    if (rope_freq_factors.size() != static_cast<size_t>(head_dim / 2)) {
-      return bad(absl::StrCat(rope_freq_factors.size(), " RoPE frequency factors for head dim ",
-                              head_dim, "; expected ", head_dim / 2));
+    if (rope_freq_factors.size() != static_cast<size_t>(rope_dims() / 2)) {
+      return bad(absl::StrCat(rope_freq_factors.size(), " RoPE frequency factors for ", rope_dims(),
+                              " rotated dimensions; expected ", rope_dims() / 2));
     }
     for (float f : rope_freq_factors) {
       if (!(f > 0) || !std::isfinite(f)) {
@@ -117,11 +128,12 @@ void SetHyperParameters(const ModelConfig& c, GgufWriter* w) {
   w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
   w->SetF32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   w->SetF32(a + ".rope.freq_base", c.rope_theta);
-  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.rope_dims()));
   if (c.rope_freq_scale != 1.0f) {  // per-pair factors travel as the rope_freqs.weight tensor
     w->SetString(a + ".rope.scaling.type", "linear");
     w->SetF32(a + ".rope.scaling.factor", 1.0f / c.rope_freq_scale);
   }
+  WriteArchitectureKeys(c, w);
 }
 
 std::vector<float> Llama3RopeFactors(float theta, int head_dim, double factor,
@@ -172,11 +184,11 @@ absl::Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfi
   }
   const GgufTensorInfo* t = f.FindTensor("rope_freqs.weight");
   if (t == nullptr) return absl::OkStatus();
-  const int64_t n = c->head_dim / 2;
+  const int64_t n = c->rope_dims() / 2;
   if (t->type != GgmlType::kF32 || t->dims.size() != 1 || t->dims[0] != n ||
       t->nbytes != static_cast<uint64_t>(n) * sizeof(float)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor 'rope_freqs.weight' must be F32 with ", n, " values (head_dim / 2)"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor 'rope_freqs.weight' must be F32 with ",
+                                                   n, " values (rotated dimensions / 2)"));
   }
   c->rope_freq_factors.resize(static_cast<size_t>(n));
   std::memcpy(c->rope_freq_factors.data(), f.data(*t), t->nbytes);
@@ -214,6 +226,11 @@ absl::Status CheckAgainstTensors(const GgufFile& f, const std::string& p, const 
       if (absl::IsNotFound(v.status())) continue;
       return v.status();
     }
+    // Partial rotary is read into n_rot (llama.cpp refuses it for llama files, as here).
+    if (std::string_view(key) == "rope.dimension_count" && c.arch != "llama" && *v > 0 &&
+        *v <= c.head_dim && *v % 2 == 0) {
+      continue;
+    }
     if (*v != c.head_dim) {
       return absl::InvalidArgumentError(
           absl::StrCat("GGUF key ", p, key, " = ", *v, " does not match the head dim ", c.head_dim,
@@ -232,13 +249,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
   auto arch = f.GetString("general.architecture");
   if (!arch.ok()) return arch.status();
-  c.arch = *arch;
-  if (c.arch != "llama" && c.arch != "qwen2") {
-    return absl::UnimplementedError(absl::StrCat(
-        "model architecture '", c.arch,
-        "' is not supported; this engine runs the llama family (llama: Llama 2/3, Mistral, "
-        "TinyLlama) and qwen2"));
-  }
+  if (absl::Status s = SetArchitecture(*arch, &c); !s.ok()) return s;
   c.name = f.GetString("general.name").value_or("");
   const std::string p = c.arch + ".";
   auto get_int = [&](const std::string& key, int* out, bool required) -> absl::Status {
@@ -270,15 +281,18 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   if (auto theta = f.GetFloat(p + "rope.freq_base"); theta.ok()) {
     c.rope_theta = static_cast<float>(*theta);
   }
-  c.rope_style = c.arch == "qwen2" ? RopeStyle::kHalves : RopeStyle::kAdjacentPairs;
+  if (auto n_rot = f.GetInt(p + "rope.dimension_count");
+      n_rot.ok() && *n_rot > 0 && *n_rot < c.head_dim && c.arch != "llama") {
+    c.n_rot = static_cast<int>(*n_rot);
+  }
   if (absl::Status s = ReadRopeScaling(f, p, &c); !s.ok()) return s;
-  c.qkv_bias = c.arch == "qwen2";
   if (const GgufTensorInfo* emb = f.FindTensor("token_embd.weight"); emb && emb->dims.size() == 2) {
     c.n_vocab = static_cast<int>(emb->dims[1]);
   } else if (auto v = f.GetInt(p + "vocab_size"); v.ok()) {
     c.n_vocab = static_cast<int>(*v);
   }
-  c.tied_embeddings = f.FindTensor("output.weight") == nullptr;
+  c.tied_embeddings = c.tied_embeddings || f.FindTensor("output.weight") == nullptr;
+  if (absl::Status s = ReadArchitectureKeys(f, &c); !s.ok()) return s;
   if (absl::Status s = c.Validate(); !s.ok()) return s;
   if (absl::Status s = CheckAgainstTensors(f, p, c); !s.ok()) return s;
   return c;

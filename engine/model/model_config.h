@@ -1,5 +1,8 @@
-// The hyper-parameters of a Llama-family decoder (llama: Llama 2/3, Mistral, TinyLlama;
-// qwen2: the same with Q/K/V biases), read from GGUF metadata or a Hugging Face config.json.
+// The hyper-parameters of a Llama-family decoder, read from GGUF metadata or a Hugging Face
+// config.json. The architectures (engine/model/architecture.h) differ from llama's block by
+// the features below: llama (Llama 2/3, Mistral, TinyLlama), qwen2 (Q/K/V biases), qwen3
+// (per-head Q/K norms), gemma2 and gemma3 (GeGLU, scaled embeddings, post-norms, soft-capping,
+// query scaling, sliding windows), phi3 (fused tensors, partial rotary, a sliding window).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +33,12 @@ struct LayerAttention {
   bool full() const { return window == 0; }
 };
 
+// The feed-forward activation: SwiGLU silu(gate) * up, or GeGLU gelu(gate) * up with the
+// tanh approximation of GELU (gemma's gelu_pytorch_tanh, ggml's gelu).
+enum class FfnActivation { kSilu, kGeluTanh };
+
 struct ModelConfig {
-  std::string arch = "llama";  // "llama" | "qwen2"
+  std::string arch = "llama";  // general.architecture: a name in SupportedArchitectures()
   std::string name;            // general.name or the folder name
   int n_vocab = 0;
   int dim = 0;   // residual width (embedding length)
@@ -47,11 +54,28 @@ struct ModelConfig {
   // RoPE scaling, as llama.cpp applies it: pair i of a head at position pos rotates by
   //   pos * rope_theta^(-2i / head_dim) / rope_freq_factors[i] * rope_freq_scale.
   float rope_freq_scale = 1.0f;  // linear scaling ("linear", factor f): 1 / f
-  // [head_dim / 2] per-pair divisors (Llama 3.1's "llama3" scaling; GGUF tensor
+  // [rope_dims() / 2] per-pair divisors (Llama 3.1's "llama3" scaling; GGUF tensor
   // rope_freqs.weight); empty: all 1.
   std::vector<float> rope_freq_factors;
   bool qkv_bias = false;         // qwen2
   bool tied_embeddings = false;  // output projection reuses token_embd
+  // RoPE rotates the first n_rot values of each head (pairs in rope_style's order over those
+  // n_rot, frequencies theta^(-2i / n_rot)) and leaves the rest; 0 means head_dim (phi3 with a
+  // partial_rotary_factor < 1 rotates fewer).
+  int n_rot = 0;
+  // Features beyond the llama block (all off for llama and qwen2):
+  bool qk_norm = false;           // qwen3, gemma3: RMSNorm of each head of Q and K before RoPE
+  bool post_norms = false;        // gemma2/3: RMSNorm of attention and FFN outputs before adding
+  bool scale_embeddings = false;  // gemma2/3: token embeddings times sqrt(dim)
+  FfnActivation ffn_act = FfnActivation::kSilu;  // gemma2/3: kGeluTanh
+  // Attention scores q.k become attn_softcap * tanh(q.k / attn_softcap) (gemma2: 50); 0: off.
+  float attn_softcap = 0;
+  // Logits become final_softcap * tanh(logit / final_softcap) (gemma2: 30); 0: off.
+  float final_softcap = 0;
+  // > 0: q is multiplied by query_scale after RoPE and scores are not scaled again (gemma:
+  // query_pre_attn_scalar^-1/2; phi3: 1 / sqrt(head_dim), as llama.cpp orders it); 0: scores
+  // are multiplied by 1 / sqrt(head_dim).
+  float query_scale = 0;
   // Per-layer attention: [n_layers] entries, or empty when every layer is full attention with
   // rope_theta and rope_freq_scale above. The loaders fill it for models with sliding windows
   // (Mistral 7B v0.1: every layer 4096; gemma2: every other layer; gemma3: five local layers of
@@ -60,6 +84,7 @@ struct ModelConfig {
   std::vector<LayerAttention> layers;
 
   int q_dim() const { return n_heads * head_dim; }
+  int rope_dims() const { return n_rot > 0 ? n_rot : head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   // Layer l's attention (0 <= l < n_layers).
   LayerAttention layer(int l) const;

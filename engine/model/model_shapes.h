@@ -1,6 +1,7 @@
-// Named model shapes (llama2-7b, mistral-7b, ...) and the tensors a Llama-family model of a
-// given shape holds, with the storage type each gets under a file type such as Q4_K_M.
-// Shared by `synth` (writes such a file), `plan` (sizes one without the file) and `quantize`.
+// Named model shapes (llama2-7b, gemma3-4b, ...) and the tensors a model of a given shape
+// holds (llama.cpp's names and layout for its architecture), with the storage type each gets under
+// a file type such as Q4_K_M. Shared by `synth` (writes such a file), `plan` (sizes one without the
+// file) and `quantize`.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,9 @@
 
 namespace pinfer {
 
-// llama2-7b, llama2-13b, mistral-7b, llama3-8b, qwen2-7b, tinyllama-1b, tiny (a few MB).
+// Published shapes: llama2-7b, llama2-13b, mistral-7b, mistral-7b-v0.1 (with its window),
+// llama3-8b, qwen2-7b, qwen3-8b, gemma3-4b, gemma3-12b, phi3-mini, tinyllama-1b; a few MB each:
+// tiny (llama), tiny-qwen3, tiny-gemma2, tiny-gemma3, tiny-phi3, tiny-mistral-swa.
 absl::StatusOr<ModelConfig> NamedShape(std::string_view name);
 std::vector<std::string> NamedShapeNames();
 

@@ -24,6 +24,14 @@ absl::StatusOr<std::vector<float>> ToFloatVector(GgmlType type, const uint8_t* d
   return out;
 }
 
+WeightMatrix RowView(const WeightMatrix& m, int64_t begin, int64_t rows, std::string name) {
+  WeightMatrix v = m;
+  v.name = std::move(name);
+  v.rows = rows;
+  v.data = m.data + static_cast<size_t>(begin) * m.row_bytes;
+  return v;
+}
+
 namespace {
 
 class Binder {
@@ -54,6 +62,8 @@ class Binder {
     return absl::OkStatus();
   }
 
+  bool Has(const std::string& name) const { return f_.FindTensor(name) != nullptr; }
+
   absl::Status Vector(const std::string& name, int64_t n, std::vector<float>* out,
                       bool optional = false) {
     const GgufTensorInfo* t = f_.FindTensor(name);
@@ -83,6 +93,59 @@ class Binder {
   ModelWeights& w_;
 };
 
+// Q, K and V: separate tensors, or one attn_qkv (phi3; llama.cpp accepts it for any
+// architecture) bound as three row views.
+absl::Status BindQkv(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights* l) {
+  if (!b.Has(p + "attn_qkv.weight")) {
+    absl::Status s = b.Matrix(p + "attn_q.weight", c.q_dim(), c.dim, &l->wq);
+    if (s.ok()) s = b.Matrix(p + "attn_k.weight", c.kv_dim(), c.dim, &l->wk);
+    if (s.ok()) s = b.Matrix(p + "attn_v.weight", c.kv_dim(), c.dim, &l->wv);
+    return s;
+  }
+  WeightMatrix qkv;
+  const int64_t q = c.q_dim(), kv = c.kv_dim();
+  if (absl::Status s = b.Matrix(p + "attn_qkv.weight", q + 2 * kv, c.dim, &qkv); !s.ok()) return s;
+  l->wq = RowView(qkv, 0, q, p + "attn_qkv.weight[q]");
+  l->wk = RowView(qkv, q, kv, p + "attn_qkv.weight[k]");
+  l->wv = RowView(qkv, q + kv, kv, p + "attn_qkv.weight[v]");
+  return absl::OkStatus();
+}
+
+// Gate and up: separate tensors, or (phi3) one ffn_up of 2 x n_ff rows, gate first.
+absl::Status BindGateUp(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights* l) {
+  if (c.arch != "phi3") {
+    absl::Status s = b.Matrix(p + "ffn_gate.weight", c.n_ff, c.dim, &l->w_gate);
+    if (s.ok()) s = b.Matrix(p + "ffn_up.weight", c.n_ff, c.dim, &l->w_up);
+    return s;
+  }
+  WeightMatrix up;
+  if (absl::Status s = b.Matrix(p + "ffn_up.weight", 2 * c.n_ff, c.dim, &up); !s.ok()) return s;
+  l->w_gate = RowView(up, 0, c.n_ff, p + "ffn_up.weight[gate]");
+  l->w_up = RowView(up, c.n_ff, c.n_ff, p + "ffn_up.weight[up]");
+  return absl::OkStatus();
+}
+
+absl::Status BindLayer(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights* l) {
+  absl::Status s = b.Vector(p + "attn_norm.weight", c.dim, &l->attn_norm);
+  if (s.ok()) s = BindQkv(b, c, p, l);
+  if (s.ok()) s = b.Matrix(p + "attn_output.weight", c.dim, c.q_dim(), &l->wo);
+  if (s.ok()) s = b.Vector(p + "ffn_norm.weight", c.dim, &l->ffn_norm);
+  if (s.ok()) s = BindGateUp(b, c, p, l);
+  if (s.ok()) s = b.Matrix(p + "ffn_down.weight", c.dim, c.n_ff, &l->w_down);
+  if (s.ok()) s = b.Vector(p + "attn_q.bias", c.q_dim(), &l->bq, !c.qkv_bias);
+  if (s.ok()) s = b.Vector(p + "attn_k.bias", c.kv_dim(), &l->bk, !c.qkv_bias);
+  if (s.ok()) s = b.Vector(p + "attn_v.bias", c.kv_dim(), &l->bv, !c.qkv_bias);
+  if (s.ok() && c.qk_norm) {
+    s = b.Vector(p + "attn_q_norm.weight", c.head_dim, &l->q_norm);
+    if (s.ok()) s = b.Vector(p + "attn_k_norm.weight", c.head_dim, &l->k_norm);
+  }
+  if (s.ok() && c.post_norms) {
+    s = b.Vector(p + "post_attention_norm.weight", c.dim, &l->attn_post_norm);
+    if (s.ok()) s = b.Vector(p + "post_ffw_norm.weight", c.dim, &l->ffn_post_norm);
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<ModelWeights> WeightsFromGguf(const GgufFile& f, const ModelConfig& c) {
@@ -98,20 +161,7 @@ absl::StatusOr<ModelWeights> WeightsFromGguf(const GgufFile& f, const ModelConfi
   if (c.tied_embeddings) w.output = w.tok_embd;
   w.layers.resize(static_cast<size_t>(c.n_layers));
   for (int i = 0; i < c.n_layers && s.ok(); ++i) {
-    LayerWeights& l = w.layers[static_cast<size_t>(i)];
-    const std::string p = absl::StrCat("blk.", i, ".");
-    s = b.Vector(p + "attn_norm.weight", c.dim, &l.attn_norm);
-    if (s.ok()) s = b.Matrix(p + "attn_q.weight", c.q_dim(), c.dim, &l.wq);
-    if (s.ok()) s = b.Matrix(p + "attn_k.weight", c.kv_dim(), c.dim, &l.wk);
-    if (s.ok()) s = b.Matrix(p + "attn_v.weight", c.kv_dim(), c.dim, &l.wv);
-    if (s.ok()) s = b.Matrix(p + "attn_output.weight", c.dim, c.q_dim(), &l.wo);
-    if (s.ok()) s = b.Vector(p + "ffn_norm.weight", c.dim, &l.ffn_norm);
-    if (s.ok()) s = b.Matrix(p + "ffn_gate.weight", c.n_ff, c.dim, &l.w_gate);
-    if (s.ok()) s = b.Matrix(p + "ffn_up.weight", c.n_ff, c.dim, &l.w_up);
-    if (s.ok()) s = b.Matrix(p + "ffn_down.weight", c.dim, c.n_ff, &l.w_down);
-    if (s.ok()) s = b.Vector(p + "attn_q.bias", c.q_dim(), &l.bq, !c.qkv_bias);
-    if (s.ok()) s = b.Vector(p + "attn_k.bias", c.kv_dim(), &l.bk, !c.qkv_bias);
-    if (s.ok()) s = b.Vector(p + "attn_v.bias", c.kv_dim(), &l.bv, !c.qkv_bias);
+    s = BindLayer(b, c, absl::StrCat("blk.", i, "."), &w.layers[static_cast<size_t>(i)]);
   }
   if (!s.ok()) return s;
   return w;

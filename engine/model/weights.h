@@ -31,15 +31,23 @@ struct WeightMatrix {
   uint64_t bytes() const { return static_cast<uint64_t>(rows) * row_bytes; }
 };
 
+// A fused tensor (phi3's attn_qkv, its ffn_up holding gate and up) is bound as views of its
+// row ranges: the rows of a matrix are independent, so a view multiplies exactly as the whole.
 struct LayerWeights {
-  std::vector<float> attn_norm;   // [dim]
-  WeightMatrix wq, wk, wv;        // [q_dim x dim], [kv_dim x dim], [kv_dim x dim]
-  std::vector<float> bq, bk, bv;  // [q_dim], [kv_dim], [kv_dim] (qwen2), else empty
-  WeightMatrix wo;                // [dim x q_dim]
-  std::vector<float> ffn_norm;    // [dim]
-  WeightMatrix w_gate, w_up;      // [n_ff x dim]
-  WeightMatrix w_down;            // [dim x n_ff]
+  std::vector<float> attn_norm;       // [dim]
+  WeightMatrix wq, wk, wv;            // [q_dim x dim], [kv_dim x dim], [kv_dim x dim]
+  std::vector<float> bq, bk, bv;      // [q_dim], [kv_dim], [kv_dim] (qwen2), else empty
+  std::vector<float> q_norm, k_norm;  // [head_dim] (qk_norm), else empty
+  WeightMatrix wo;                    // [dim x q_dim]
+  std::vector<float> attn_post_norm;  // [dim] (post_norms), else empty
+  std::vector<float> ffn_norm;        // [dim]
+  WeightMatrix w_gate, w_up;          // [n_ff x dim]
+  WeightMatrix w_down;                // [dim x n_ff]
+  std::vector<float> ffn_post_norm;   // [dim] (post_norms), else empty
 };
+
+// Rows [begin, begin + rows) of `m` as a matrix of its own (no copy), named `name`.
+WeightMatrix RowView(const WeightMatrix& m, int64_t begin, int64_t rows, std::string name);
 
 struct ModelWeights {
   WeightMatrix tok_embd;                       // [n_vocab x dim]

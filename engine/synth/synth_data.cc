@@ -125,9 +125,9 @@ void SynthRow(uint64_t seed, uint64_t tensor_index, int64_t row, float mean, flo
   }
 }
 
-SynthInit SynthInitFor(const TensorPlan& t) {
+SynthInit SynthInitFor(const TensorPlan& t, bool varied_norms) {
   const std::string_view name = t.name;
-  if (name.find("_norm.") != std::string_view::npos) return {1.0f, 0.0f};
+  if (name.find("_norm.") != std::string_view::npos) return {1.0f, varied_norms ? 0.1f : 0.0f};
   if (name.size() >= 5 && name.substr(name.size() - 5) == ".bias") return {0.0f, 0.01f};
   return {0.0f, 0.02f};
 }

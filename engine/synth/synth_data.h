@@ -23,10 +23,12 @@ absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab);
 void SynthRow(uint64_t seed, uint64_t tensor_index, int64_t row, float mean, float stddev,
               float* out, int64_t n);
 
-// How a tensor of a synthetic model is drawn: norms 1, biases N(0, 0.01), matrices N(0, 0.02).
+// How a tensor of a synthetic model is drawn: norms 1 (N(1, 0.1) when varied_norms, so that a
+// norm applied to the wrong vector, or not at all, changes the logits), biases N(0, 0.01),
+// matrices N(0, 0.02).
 struct SynthInit {
   float mean, stddev;
 };
-SynthInit SynthInitFor(const TensorPlan& t);
+SynthInit SynthInitFor(const TensorPlan& t, bool varied_norms = false);
 
 }  // namespace pinfer

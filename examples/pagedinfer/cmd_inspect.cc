@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
+#include "engine/model/architecture.h"
 #include "engine/model/model.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
@@ -45,6 +46,12 @@ int InspectMain(int argc, char** argv) {
   j["rope_style"] = c.rope_style == RopeStyle::kHalves ? "halves" : "adjacent pairs";
   j["rms_eps"] = c.rms_eps;
   j["tied_embeddings"] = c.tied_embeddings;
+  j["features"] = DescribeFeatures(c);
+  if (c.has_sliding_window()) {
+    nlohmann::json windows = nlohmann::json::array();
+    for (int l = 0; l < c.n_layers; ++l) windows.push_back(c.layer(l).window);
+    j["sliding_window_per_layer"] = windows;
+  }
   int64_t params = 0;
   nlohmann::json types = nlohmann::json::object();
   for (const StoredTensor& t : m.stored_tensors()) {
@@ -83,6 +90,9 @@ int InspectMain(int argc, char** argv) {
   std::printf("context       %d trained; rope theta %g (%s); rms eps %g%s\n", c.context_length,
               c.rope_theta, j["rope_style"].get<std::string>().c_str(), c.rms_eps,
               c.tied_embeddings ? "; tied embeddings" : "");
+  if (const std::string f = DescribeFeatures(c); !f.empty()) {
+    std::printf("features      %s\n", f.c_str());
+  }
   std::printf("format        %s\n", m.source_format().c_str());
   std::printf("parameters    %ld in %zu tensors\n", (long)params, m.stored_tensors().size());
   for (auto& [name, e] : types.items()) {

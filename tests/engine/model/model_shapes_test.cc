@@ -61,7 +61,11 @@ TEST(NamedShape, PublishedHyperParameters) {
 TEST(NamedShape, EveryNameResolvesAndUnknownNamesAreListed) {
   for (const std::string& name : NamedShapeNames()) {
     ModelConfig c = Shape(name);
-    EXPECT_EQ(c.dim, c.n_heads * c.head_dim) << name;
+    EXPECT_TRUE(c.Validate().ok()) << name << ": " << c.Validate();
+    // Gemma 3's heads are wider than dim / n_heads (4b: 8 x 256 over 2560).
+    if (c.arch != "gemma3") {
+      EXPECT_EQ(c.dim, c.n_heads * c.head_dim) << name;
+    }
     EXPECT_EQ(c.n_heads % c.n_kv_heads, 0) << name;
   }
   absl::StatusOr<ModelConfig> bad = NamedShape("llama9-1t");

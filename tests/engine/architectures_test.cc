@@ -1,0 +1,208 @@
+// Each architecture's tiny synthetic model (`synth --shape tiny-* --seed 1`, F32 and Q8_0):
+// - against llama.cpp on the same file and a prompt longer than the sliding window: logits
+//   within 1e-4 (F32) and 2e-2 (Q8_0, where llama.cpp rounds activations to 8 bits) relative
+//   L2, the same argmax, and llama.cpp's greedy continuation. CI has no llama.cpp, so its
+//   figures are stored in tests/engine/llama_cpp_refs/ by scripts/arch_references.sh (a case
+//   whose file is absent is skipped, naming the script); the synth files are deterministic.
+//   llama.cpp attends to the whole context in llama and phi3 files whatever their sliding
+//   window says (it disables those windows), so for those its figures are compared with the
+//   same weights written without the window; gemma2 and gemma3 check the window itself;
+// - against a float64 forward pass written from llama.cpp's graphs (tests/testing);
+// - the window changing the logits past it and not within it;
+// - paged and contiguous layouts bit-identical;
+// - a Hugging Face folder written by the exporter giving the GGUF's logits.
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/convert/hf_export.h"
+#include "engine/model/model.h"
+#include "gtest/gtest.h"
+#include "tests/testing/engine_helpers.h"
+#include "tests/testing/reference_forward.h"
+#include "tests/testing/synth_models.h"
+#include "tests/testing/test_models.h"
+
+namespace pinfer {
+namespace {
+
+using testing::Compare;
+using testing::PromptLogits;
+using testing::SmallConfig;
+
+struct Case {
+  const char* shape;
+  const char* type;
+};
+
+std::string Name(const Case& c) { return std::string(c.shape) + "-" + c.type; }
+
+std::unique_ptr<Model> Synth(const Case& c, bool no_window = false) {
+  return testing::SynthModel(c.shape, c.type, no_window);
+}
+
+// What scripts/arch_references.sh stored for one file.
+struct Reference {
+  std::vector<int32_t> prompt, greedy;
+  std::vector<float> logits;
+};
+
+std::string ReferencePath(const Case& c) {
+  return testing::SourcePath("tests/engine/llama_cpp_refs/" + Name(c) + ".txt");
+}
+
+absl::StatusOr<Reference> ReadReference(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  Reference r;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "prompt" || key == "greedy") {
+      std::vector<int32_t>& out = key == "prompt" ? r.prompt : r.greedy;
+      for (int32_t id; fields >> id;) out.push_back(id);
+    } else if (key == "logits") {
+      for (float v; fields >> v;) r.logits.push_back(v);
+    }
+  }
+  if (r.prompt.empty() || r.logits.empty() || r.greedy.empty()) {
+    return absl::InvalidArgumentError(path + " lacks prompt, greedy or logits lines");
+  }
+  return r;
+}
+
+class ArchitectureTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ArchitectureTest, WindowChangesTheLogitsPastIt) {
+  const Case& c = GetParam();
+  std::unique_ptr<Model> windowed = Synth(c), full = Synth(c, /*no_window=*/true);
+  ASSERT_NE(windowed, nullptr);
+  ASSERT_NE(full, nullptr);
+  const ModelConfig& wc = windowed->config();
+  if (!wc.has_sliding_window()) GTEST_SKIP() << c.shape << " has no window";
+  for (int l = 0; l < wc.n_layers; ++l) {
+    if (wc.layer(l).rope_theta != wc.rope_theta) {
+      GTEST_SKIP() << c.shape << "'s window layers have their own RoPE base, which a file "
+                   << "without the window cannot state (llama.cpp checks its window)";
+    }
+  }
+  std::vector<int32_t> inside = testing::LongPrompt();
+  inside.resize(static_cast<size_t>(windowed->config().max_window()));
+  absl::StatusOr<std::vector<float>> a = PromptLogits(*windowed, SmallConfig(), inside);
+  absl::StatusOr<std::vector<float>> b = PromptLogits(*full, SmallConfig(), inside);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b) << "within the window the two attend to the same positions";
+  a = PromptLogits(*windowed, SmallConfig(), testing::LongPrompt());
+  b = PromptLogits(*full, SmallConfig(), testing::LongPrompt());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_GT(Compare(*a, *b).rel_l2, 1e-3) << "past the window the logits must differ";
+}
+
+TEST_P(ArchitectureTest, LogitsAndGreedyTokensMatchLlamaCpp) {
+  const Case& c = GetParam();
+  const std::string path = ReferencePath(c);
+  if (!std::ifstream(path)) {
+    GTEST_SKIP() << "no llama.cpp figures for " << Name(c) << " (" << path
+                 << "): run LLAMA_BIN=path/to/llama.cpp/build/bin scripts/arch_references.sh";
+  }
+  absl::StatusOr<Reference> ref = ReadReference(path);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  std::unique_ptr<Model> model = testing::SynthModel(c.shape, c.type);
+  ASSERT_NE(model, nullptr);
+  ASSERT_GT(static_cast<int>(ref->prompt.size()), model->config().max_window())
+      << "the prompt must reach past the sliding window";
+  const std::string& arch = model->config().arch;
+  if (model->config().has_sliding_window() && (arch == "llama" || arch == "phi3")) {
+    model = testing::SynthModel(c.shape, c.type, /*no_window=*/true);
+    ASSERT_NE(model, nullptr);
+  }
+  std::vector<float> logits;
+  absl::StatusOr<std::vector<int32_t>> greedy = testing::GreedyTokens(
+      *model, SmallConfig(), ref->prompt, static_cast<int>(ref->greedy.size()), nullptr, &logits);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  ASSERT_EQ(logits.size(), ref->logits.size());
+  const testing::Diff d = Compare(logits, ref->logits);
+  EXPECT_LE(d.rel_l2, std::string(c.type) == "F32" ? 1e-4 : 2e-2) << "max abs " << d.max_abs;
+  EXPECT_EQ(testing::Argmax(logits), testing::Argmax(ref->logits));
+  EXPECT_EQ(*greedy, ref->greedy);
+}
+
+// The engine's logits against a float64 forward pass written from llama.cpp's graphs, over
+// the same (dequantized) weights: only float32 rounding separates them.
+TEST_P(ArchitectureTest, LogitsMatchTheFloat64Reference) {
+  const Case& c = GetParam();
+  std::unique_ptr<Model> model = Synth(c);
+  ASSERT_NE(model, nullptr);
+  const std::vector<int32_t> prompt = testing::LongPrompt();
+  ASSERT_GT(static_cast<int>(prompt.size()), model->config().max_window());
+  absl::StatusOr<std::vector<float>> got = PromptLogits(*model, SmallConfig(), prompt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const std::vector<double> ref = testing::ReferenceLogits(*model, prompt);
+  const std::vector<float> want(ref.begin(), ref.end());
+  const testing::Diff d = Compare(*got, want);
+  EXPECT_LE(d.rel_l2, 1e-5) << "max abs diff " << d.max_abs;
+  EXPECT_EQ(testing::Argmax(*got), testing::Argmax(want));
+}
+
+TEST_P(ArchitectureTest, PagedAndContiguousAreBitIdentical) {
+  const Case& c = GetParam();
+  std::unique_ptr<Model> model = Synth(c);
+  ASSERT_NE(model, nullptr);
+  for (KvDtype kv : {KvDtype::kF32, KvDtype::kF16}) {
+    absl::StatusOr<std::vector<float>> paged =
+        PromptLogits(*model, SmallConfig(kv, KvLayout::kPaged), testing::LongPrompt());
+    absl::StatusOr<std::vector<float>> contiguous =
+        PromptLogits(*model, SmallConfig(kv, KvLayout::kContiguous), testing::LongPrompt());
+    ASSERT_TRUE(paged.ok() && contiguous.ok());
+    ASSERT_EQ(paged->size(), contiguous->size());
+    EXPECT_EQ(std::memcmp(paged->data(), contiguous->data(), paged->size() * sizeof(float)), 0)
+        << KvDtypeName(kv);
+  }
+}
+
+// F32 files only: the export writes float weights.
+class ArchitectureF32Test : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ArchitectureF32Test, HuggingFaceFolderGivesTheGgufLogits) {
+  const Case& c = GetParam();
+  std::unique_ptr<Model> gguf = Synth(c);
+  ASSERT_NE(gguf, nullptr);
+  const std::string dir = testing::TempDir("arch-hf") + "/" + Name(c);
+  ASSERT_TRUE(WriteHfFolder(*gguf, dir).ok());
+  absl::StatusOr<std::unique_ptr<Model>> hf = Model::Load(dir);
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  testing::ExpectSameArchitecture((*hf)->config(), gguf->config());
+  absl::StatusOr<std::vector<float>> want =
+      PromptLogits(*gguf, SmallConfig(), testing::LongPrompt());
+  absl::StatusOr<std::vector<float>> got = PromptLogits(**hf, SmallConfig(), testing::LongPrompt());
+  ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_LE(Compare(*got, *want).rel_l2, 1e-6);
+}
+
+constexpr Case kCases[] = {
+    {"tiny-qwen3", "F32"},        {"tiny-qwen3", "Q8_0"}, {"tiny-gemma2", "F32"},
+    {"tiny-gemma2", "Q8_0"},      {"tiny-gemma3", "F32"}, {"tiny-gemma3", "Q8_0"},
+    {"tiny-phi3", "F32"},         {"tiny-phi3", "Q8_0"},  {"tiny-mistral-swa", "F32"},
+    {"tiny-mistral-swa", "Q8_0"},
+};
+
+std::string ParamName(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = Name(info.param);
+  for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureTest, ::testing::ValuesIn(kCases), ParamName);
+INSTANTIATE_TEST_SUITE_P(Tiny, ArchitectureF32Test,
+                         ::testing::Values(Case{"tiny-qwen3", "F32"}, Case{"tiny-gemma2", "F32"},
+                                           Case{"tiny-gemma3", "F32"}, Case{"tiny-phi3", "F32"},
+                                           Case{"tiny-mistral-swa", "F32"}),
+                         ParamName);
+
+}  // namespace
+}  // namespace pinfer

@@ -1,0 +1,18 @@
+// A float64 forward pass written from llama.cpp's graphs (src/models/llama.cpp, qwen2.cpp,
+// qwen3.cpp, gemma2.cpp, gemma3.cpp, phi3.cpp there) over a model's dequantized weights: one
+// sequence, every token attending as its layer says (sliding windows, soft-capping), no KV
+// cache, no batching, no quantized KV. For checking the engine's forward pass on small
+// models; slow (it keeps every weight as a double).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace pinfer::testing {
+
+// The logits after the last of `tokens` (positions 0, 1, ...): [n_vocab].
+std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_t>& tokens);
+
+}  // namespace pinfer::testing

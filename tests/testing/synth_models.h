@@ -1,0 +1,26 @@
+// Synthetic models written to temporary files for tests: a named shape (engine/synth) with
+// seed 1, optionally without its sliding window (the same tensors; only the metadata differs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace pinfer::testing {
+
+// `synth --shape shape --type type --seed 1`, loaded. no_window: the shape's per-layer
+// attention entries cleared before writing. nullptr (after a test failure) on error.
+std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& type,
+                                  bool no_window = false);
+
+// EXPECTs that `got` has want's architecture features, RoPE and per-layer attention.
+void ExpectSameArchitecture(const ModelConfig& got, const ModelConfig& want);
+
+// A prompt past every tiny-* window (32 tokens): BOS and 99 ids spread over a 512-token
+// vocabulary.
+std::vector<int32_t> LongPrompt();
+
+}  // namespace pinfer::testing
