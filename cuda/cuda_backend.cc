@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cuda/cuda_check.h"
 #include "engine/cpu/ops.h"
 #include "kvcache/kv_dtype.h"
@@ -56,6 +57,28 @@ class Carver {
   size_t size_ = 0;
 };
 
+// What of the model the CUDA kernels do not compute yet, by name ("" when they run it all):
+// the features beyond the llama/qwen2 block (engine/model/architecture.h). A query scale
+// equal to 1 / sqrt(head_dim) (phi3, gemma below 27B) is the kernels' own attention scale.
+std::string UnsupportedOnCuda(const ModelConfig& c) {
+  std::vector<std::string> f;
+  if (c.qk_norm) f.push_back("per-head Q/K RMSNorm");
+  if (c.post_norms) f.push_back("post-attention and post-FFN norms");
+  if (c.scale_embeddings) f.push_back("scaled embeddings");
+  if (c.ffn_act != FfnActivation::kSilu) f.push_back("GeGLU");
+  if (c.attn_softcap > 0 || c.final_softcap > 0) f.push_back("logit soft-capping");
+  if (c.query_scale > 0 && c.query_scale != 1.0f / std::sqrt(static_cast<float>(c.head_dim))) {
+    f.push_back("a query scale other than 1/sqrt(head_dim)");
+  }
+  if (c.n_rot > 0 && c.n_rot != c.head_dim) f.push_back("partial rotary embeddings");
+  if (c.has_sliding_window()) {
+    f.push_back("sliding-window attention");
+  } else if (!c.layers.empty()) {
+    f.push_back("per-layer RoPE bases");
+  }
+  return absl::StrJoin(f, ", ");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const Model& model, int max_tokens,
@@ -84,6 +107,11 @@ CudaBackend::~CudaBackend() {
 }
 
 absl::Status CudaBackend::Init(int device) {
+  if (const std::string missing = UnsupportedOnCuda(model_.config()); !missing.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("the CUDA backend does not run ", model_.config().arch,
+                     " models yet (not implemented: ", missing, "); use --device cpu"));
+  }
   PINFER_RETURN_IF_ERROR(DeviceAvailable());
   const char* sync_env = std::getenv("PINFER_CUDA_SYNC");
   debug_sync_ = sync_env != nullptr && std::string(sync_env) == "1";
@@ -525,7 +553,8 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
   const ModelConfig& c = model_.config();
   cudaStream_t s = stream_;
   const bool halves = c.rope_style == RopeStyle::kHalves;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale =
+      c.query_scale > 0 ? c.query_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   KvLayerView kv = kv_in;
   // Steps the GEMV serves (decode) also split attention over the context, so that a few
   // sequences still fill the GPU; padded graph steps take the same path as their eager size.
