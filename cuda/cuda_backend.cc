@@ -62,7 +62,6 @@ class Carver {
 // equal to 1 / sqrt(head_dim) (phi3, gemma below 27B) is the kernels' own attention scale.
 std::string UnsupportedOnCuda(const ModelConfig& c) {
   std::vector<std::string> f;
-  if (c.qk_norm) f.push_back("per-head Q/K RMSNorm");
   if (c.post_norms) f.push_back("post-attention and post-FFN norms");
   if (c.scale_embeddings) f.push_back("scaled embeddings");
   if (c.ffn_act != FfnActivation::kSilu) f.push_back("GeGLU");
@@ -230,6 +229,8 @@ absl::Status CudaBackend::UploadWeights() {
     vec(L.bq, &d.bq);
     vec(L.bk, &d.bk);
     vec(L.bv, &d.bv);
+    vec(L.q_norm, &d.q_norm);
+    vec(L.k_norm, &d.k_norm);
   }
   weight_bytes_ = carve.size();
   void* pool = nullptr;
@@ -262,7 +263,9 @@ absl::Status CudaBackend::UploadWeights() {
   fix_v(rope_freqs_);
   for (Layer& d : layers_) {
     for (DeviceMatrix* m : {&d.wq, &d.wk, &d.wv, &d.wo, &d.w_gate, &d.w_up, &d.w_down}) fix_m(*m);
-    for (const float** v : {&d.attn_norm, &d.ffn_norm, &d.bq, &d.bk, &d.bv}) fix_v(*v);
+    for (const float** v : {&d.attn_norm, &d.ffn_norm, &d.bq, &d.bk, &d.bv, &d.q_norm, &d.k_norm}) {
+      fix_v(*v);
+    }
   }
   return absl::OkStatus();
 }
@@ -573,6 +576,19 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
       PINFER_STEP(LaunchAddBias(q_, L.bq, n, c.q_dim(), s), "bias q");
       PINFER_STEP(LaunchAddBias(k_, L.bk, n, c.kv_dim(), s), "bias k");
       PINFER_STEP(LaunchAddBias(v_, L.bv, n, c.kv_dim(), s), "bias v");
+    }
+    if (c.qk_norm) {  // RMSNorm over each head (rows of head_dim), through att_ (free here)
+      const size_t f = sizeof(float);
+      PINFER_STEP(
+          LaunchRmsNorm(k_, nullptr, L.k_norm, n * c.n_kv_heads, c.head_dim, c.rms_eps, att_, s),
+          "k norm");
+      PINFER_STEP(cudaMemcpyAsync(k_, att_, n * c.kv_dim() * f, cudaMemcpyDeviceToDevice, s),
+                  "k norm copy");
+      PINFER_STEP(
+          LaunchRmsNorm(q_, nullptr, L.q_norm, n * c.n_heads, c.head_dim, c.rms_eps, att_, s),
+          "q norm");
+      PINFER_STEP(cudaMemcpyAsync(q_, att_, n * c.q_dim() * f, cudaMemcpyDeviceToDevice, s),
+                  "q norm copy");
     }
     PINFER_STEP(
         LaunchRopeKvWrite(kv, q_, c.n_heads, k_, v_, n, d_slot_offset_, c.head_dim, d_positions_,

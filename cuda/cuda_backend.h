@@ -68,6 +68,7 @@ class CudaBackend final : public Backend {
   struct Layer {
     const float *attn_norm = nullptr, *ffn_norm = nullptr;
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr;
+    const float *q_norm = nullptr, *k_norm = nullptr;  // [head_dim] (qk_norm), else nullptr
     DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   };
   struct Graph {
