@@ -126,8 +126,20 @@ TEST_P(ArchitectureTest, LogitsAndGreedyTokensMatchLlamaCpp) {
       *model, SmallConfig(), ref->prompt, static_cast<int>(ref->greedy.size()), nullptr, &logits);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   ASSERT_EQ(logits.size(), ref->logits.size());
+  const bool f32 = std::string(c.type) == "F32";
+  const bool gelu = model->config().ffn_act == FfnActivation::kGeluTanh;
+  if (gelu && f32) {
+    // llama.cpp's CPU GELU rounds through half precision (3-4e-4 of the logits here): with
+    // that rounding the float64 reference meets llama.cpp to 1e-4, and the engine, which
+    // computes the exact tanh GELU, is within 1e-3.
+    testing::ReferenceOptions ggml;
+    ggml.ggml_cpu_gelu = true;
+    const std::vector<double> r = testing::ReferenceLogits(*model, ref->prompt, ggml);
+    const testing::Diff g = Compare(std::vector<float>(r.begin(), r.end()), ref->logits);
+    EXPECT_LE(g.rel_l2, 1e-4) << "float64 reference with ggml's half-precision GELU";
+  }
   const testing::Diff d = Compare(logits, ref->logits);
-  EXPECT_LE(d.rel_l2, std::string(c.type) == "F32" ? 1e-4 : 2e-2) << "max abs " << d.max_abs;
+  EXPECT_LE(d.rel_l2, !f32 ? 2e-2 : gelu ? 1e-3 : 1e-4) << "max abs " << d.max_abs;
   EXPECT_EQ(testing::Argmax(logits), testing::Argmax(ref->logits));
   EXPECT_EQ(*greedy, ref->greedy);
 }
@@ -147,6 +159,16 @@ TEST_P(ArchitectureTest, LogitsMatchTheFloat64Reference) {
   const testing::Diff d = Compare(*got, want);
   EXPECT_LE(d.rel_l2, 1e-5) << "max abs diff " << d.max_abs;
   EXPECT_EQ(testing::Argmax(*got), testing::Argmax(want));
+  if (model->config().ffn_act == FfnActivation::kGeluTanh && std::string(c.type) == "F32") {
+    // What llama.cpp's half-precision CPU GELU alone does to these logits (the tolerance of
+    // the llama.cpp comparison above rests on it).
+    testing::ReferenceOptions ggml;
+    ggml.ggml_cpu_gelu = true;
+    const std::vector<double> r = testing::ReferenceLogits(*model, prompt, ggml);
+    const double moved = Compare(std::vector<float>(r.begin(), r.end()), want).rel_l2;
+    EXPECT_GT(moved, 1e-4);
+    EXPECT_LT(moved, 1e-3);
+  }
 }
 
 TEST_P(ArchitectureTest, PagedAndContiguousAreBitIdentical) {

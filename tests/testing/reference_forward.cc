@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "loaders/fp16.h"
 #include "loaders/quants.h"
 
 namespace pinfer::testing {
@@ -70,6 +71,14 @@ double Gelu(double x) {  // tanh approximation (ggml_gelu, gelu_pytorch_tanh)
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
+// ggml-cpu's table GELU (ggml_vec_geglu_f32 with GGML_GELU_FP16).
+double GgmlCpuGelu(double x) {
+  if (x <= -10.0) return 0.0;
+  if (x >= 10.0) return x;
+  const double h = Fp16ToFp32(Fp32ToFp16(static_cast<float>(x)));
+  return Fp16ToFp32(Fp32ToFp16(static_cast<float>(Gelu(h))));
+}
+
 // Attention of every token of one layer: q [n][q_dim], k/v [n][kv_dim] -> [n][q_dim].
 Rows Attend(const ModelConfig& c, const LayerAttention& la, const Rows& q, const Rows& k,
             const Rows& v) {
@@ -134,7 +143,7 @@ void AttentionBlock(const ModelConfig& c, const LayerWeights& L, int l, Rows& x)
   }
 }
 
-void FfnBlock(const ModelConfig& c, const LayerWeights& L, Rows& x) {
+void FfnBlock(const ModelConfig& c, const LayerWeights& L, const ReferenceOptions& o, Rows& x) {
   const Dense wg = ToDense(L.w_gate), wu = ToDense(L.w_up), wd = ToDense(L.w_down);
   for (Vec& row : x) {
     Vec h = row;
@@ -142,8 +151,9 @@ void FfnBlock(const ModelConfig& c, const LayerWeights& L, Rows& x) {
     Vec g = MatVec(wg, h);
     const Vec u = MatVec(wu, h);
     for (size_t i = 0; i < g.size(); ++i) {
-      const double a =
-          c.ffn_act == FfnActivation::kGeluTanh ? Gelu(g[i]) : g[i] / (1.0 + std::exp(-g[i]));
+      const double a = c.ffn_act == FfnActivation::kSilu ? g[i] / (1.0 + std::exp(-g[i]))
+                       : o.ggml_cpu_gelu                 ? GgmlCpuGelu(g[i])
+                                                         : Gelu(g[i]);
       g[i] = a * u[i];
     }
     Vec d = MatVec(wd, g);
@@ -154,7 +164,8 @@ void FfnBlock(const ModelConfig& c, const LayerWeights& L, Rows& x) {
 
 }  // namespace
 
-std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_t>& tokens) {
+std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_t>& tokens,
+                                    const ReferenceOptions& options) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   Rows x;
@@ -169,7 +180,7 @@ std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_
   }
   for (int l = 0; l < c.n_layers; ++l) {
     AttentionBlock(c, w.layers[static_cast<size_t>(l)], l, x);
-    FfnBlock(c, w.layers[static_cast<size_t>(l)], x);
+    FfnBlock(c, w.layers[static_cast<size_t>(l)], options, x);
   }
   Vec last = x.back();
   RmsNorm(last.data(), c.dim, w.output_norm, c.rms_eps);

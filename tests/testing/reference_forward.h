@@ -12,7 +12,16 @@
 
 namespace pinfer::testing {
 
+struct ReferenceOptions {
+  // GELU as llama.cpp's CPU backend computes it (ggml-cpu's GGML_GELU_FP16): the input
+  // rounded to half, GELU of that, the result rounded to half (a table of 65536 halves; 0
+  // below -10, x above 10). On the tiny gemma models this alone moves the logits by 3-4e-4
+  // relative from the exact tanh GELU that this reference, the engine and Hugging Face use.
+  bool ggml_cpu_gelu = false;
+};
+
 // The logits after the last of `tokens` (positions 0, 1, ...): [n_vocab].
-std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_t>& tokens);
+std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_t>& tokens,
+                                    const ReferenceOptions& options = {});
 
 }  // namespace pinfer::testing
