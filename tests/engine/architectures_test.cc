@@ -10,13 +10,15 @@
 // - against a float64 forward pass written from llama.cpp's graphs (tests/testing);
 // - the window changing the logits past it and not within it;
 // - paged and contiguous layouts bit-identical;
-// - a Hugging Face folder written by the exporter giving the GGUF's logits.
+// - a Hugging Face folder written by the exporter giving the GGUF's logits, and the GGUF
+//   `convert` writes from that folder giving them again.
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "engine/convert/gguf_export.h"
 #include "engine/convert/hf_export.h"
 #include "engine/model/model.h"
 #include "gtest/gtest.h"
@@ -203,6 +205,16 @@ TEST_P(ArchitectureF32Test, HuggingFaceFolderGivesTheGgufLogits) {
       PromptLogits(*gguf, SmallConfig(), testing::LongPrompt());
   absl::StatusOr<std::vector<float>> got = PromptLogits(**hf, SmallConfig(), testing::LongPrompt());
   ASSERT_TRUE(want.ok() && got.ok());
+  EXPECT_LE(Compare(*got, *want).rel_l2, 1e-6);
+  // And `convert` of the folder back to GGUF (fused tensors, gemma's norms, Q/K permutation).
+  const std::string back = dir + "/back.gguf";
+  ASSERT_TRUE(WriteModelAsGguf(**hf, *ParseFileType("F32"), back).ok());
+  absl::StatusOr<std::unique_ptr<Model>> again = Model::Load(back);
+  ASSERT_TRUE(again.ok()) << again.status();
+  testing::ExpectSameArchitecture((*again)->config(), gguf->config());
+  EXPECT_EQ((*again)->stored_tensors().size(), gguf->stored_tensors().size());
+  got = PromptLogits(**again, SmallConfig(), testing::LongPrompt());
+  ASSERT_TRUE(got.ok());
   EXPECT_LE(Compare(*got, *want).rel_l2, 1e-6);
 }
 

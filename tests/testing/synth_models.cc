@@ -27,7 +27,6 @@ std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& t
 
 void ExpectSameArchitecture(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.arch, b.arch);
-  EXPECT_EQ(a.rope_style, b.rope_style);
   EXPECT_EQ(a.qkv_bias, b.qkv_bias);
   EXPECT_EQ(a.qk_norm, b.qk_norm);
   EXPECT_EQ(a.post_norms, b.post_norms);

@@ -16,7 +16,8 @@ namespace pinfer::testing {
 std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& type,
                                   bool no_window = false);
 
-// EXPECTs that `got` has want's architecture features, RoPE and per-layer attention.
+// EXPECTs that `got` has want's architecture features, RoPE bases and scales and per-layer
+// attention (not the RoPE pair order, which a Hugging Face folder of a llama model changes).
 void ExpectSameArchitecture(const ModelConfig& got, const ModelConfig& want);
 
 // A prompt past every tiny-* window (32 tokens): BOS and 99 ids spread over a 512-token

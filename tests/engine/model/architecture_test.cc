@@ -69,6 +69,7 @@ TEST(ArchitectureTest, EveryTinyShapeSurvivesTheGgufKeys) {
     absl::StatusOr<ModelConfig> got = ModelConfigFromGguf(*FileOf(want));
     ASSERT_TRUE(got.ok()) << got.status();
     testing::ExpectSameArchitecture(*got, want);
+    EXPECT_EQ(got->rope_style, want.rope_style);
   }
 }
 
