@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "kvcache/attention.h"
