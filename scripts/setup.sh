@@ -3,6 +3,8 @@
 # into ./build. Idempotent; runs as root (or through sudo) without prompts.
 #   scripts/setup.sh            install + configure + build (Release)
 #   BUILD_DIR=out scripts/setup.sh   build elsewhere
+#   PAGEDINFER_AARCH64=1 scripts/setup.sh   also the aarch64 cross build (scripts/aarch64.sh:
+#     Debian's cross compiler, qemu-user and arm64 -dev packages; what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -38,3 +40,6 @@ fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/pagedinfer"
+if [ "${PAGEDINFER_AARCH64:-0}" = 1 ]; then
+  scripts/aarch64.sh setup
+fi
