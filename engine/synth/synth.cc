@@ -68,7 +68,7 @@ void FillTensor(const TensorPlan& t, uint64_t index, uint64_t seed, bool varied_
 
 absl::Status AddSynthModel(const ModelConfig& c, const FileType& ft, const SynthOptions& options,
                            GgufWriter* w) {
-  absl::StatusOr<TokenizerSpec> vocab = SynthVocabulary(c.n_vocab);
+  absl::StatusOr<TokenizerSpec> vocab = SynthVocabulary(c.n_vocab, c.arch);
   if (!vocab.ok()) return vocab.status();
   const std::string& a = c.arch;
   w->SetString("general.architecture", a);

@@ -47,12 +47,15 @@ uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
 
-absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab) {
-  if (n_vocab < 259) {
+absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab, std::string_view arch) {
+  const bool end_of_text = arch == "phi3";
+  const int n_special = 3 + (end_of_text ? 1 : 0);
+  if (n_vocab < n_special + 256) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a vocabulary of ", n_vocab,
-                     " tokens cannot hold the 3 special and 256 byte tokens; use at least 259"));
+        absl::StrCat("a vocabulary of ", n_vocab, " tokens cannot hold the ", n_special,
+                     " special and 256 byte tokens; use at least ", n_special + 256));
   }
+  const int n_pieces = n_vocab - (end_of_text ? 1 : 0);
   TokenizerSpec spec;
   spec.kind = TokenizerSpec::Kind::kSentencePiece;
   spec.unk_id = 0;
@@ -69,7 +72,7 @@ absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab) {
   std::unordered_set<std::string> seen(spec.tokens.begin(), spec.tokens.end());
   float score = 0.0f;
   auto add = [&](std::string piece) {
-    if (static_cast<int>(spec.tokens.size()) >= n_vocab || !seen.insert(piece).second) return;
+    if (static_cast<int>(spec.tokens.size()) >= n_pieces || !seen.insert(piece).second) return;
     spec.tokens.push_back(std::move(piece));
     spec.types.push_back(TokenType::kNormal);
     spec.scores.push_back(score);
@@ -86,10 +89,10 @@ absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab) {
   // Syllable words of 1, 2, 3, ... syllables, in a fixed order, until the vocabulary is full.
   constexpr int kC = sizeof(kConsonants) / sizeof(kConsonants[0]);
   constexpr int kV = sizeof(kVowels) / sizeof(kVowels[0]);
-  for (int syllables = 1; static_cast<int>(spec.tokens.size()) < n_vocab; ++syllables) {
+  for (int syllables = 1; static_cast<int>(spec.tokens.size()) < n_pieces; ++syllables) {
     int64_t combos = 1;
     for (int s = 0; s < syllables; ++s) combos *= kC * kV;
-    for (int64_t i = 0; i < combos && static_cast<int>(spec.tokens.size()) < n_vocab; ++i) {
+    for (int64_t i = 0; i < combos && static_cast<int>(spec.tokens.size()) < n_pieces; ++i) {
       std::string word;
       for (int64_t rest = i, s = 0; s < syllables; ++s, rest /= kC * kV) {
         word.append(kConsonants[rest % (kC * kV) / kV]).append(kVowels[rest % kV]);
@@ -97,6 +100,11 @@ absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab) {
       add(std::string(kWordPrefix) + word);
       add(word);
     }
+  }
+  if (end_of_text) {
+    spec.tokens.push_back("<|endoftext|>");
+    spec.types.push_back(TokenType::kControl);
+    spec.scores.push_back(0.0f);
   }
   return spec;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "engine/model/model_shapes.h"
@@ -13,8 +14,12 @@ namespace pinfer {
 // n_vocab tokens: <unk> (0), <s> (1, BOS), </s> (2, EOS), the 256 byte tokens <0x00>..<0xFF>
 // (3..258), then "▁", single characters, common English words with the "▁" word prefix, and
 // generated syllable words (with and without "▁") until n_vocab; scores fall with the id.
-// InvalidArgument when n_vocab < 259 (too small for the special and byte tokens).
-absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab);
+// For arch "phi3" the last id is "<|endoftext|>" (a control token), where Phi-3's own files
+// hold it (32000, after the SentencePiece pieces): llama.cpp's vocabulary loader requires that
+// token in a model whose name says phi3, and both it and the engine end generation at it.
+// InvalidArgument when n_vocab < 259 (too small for the special and byte tokens), or < 260
+// for phi3.
+absl::StatusOr<TokenizerSpec> SynthVocabulary(int n_vocab, std::string_view arch = "");
 
 // Counter-based pseudo-random rows: the values depend only on (seed, tensor, row), never on
 // the thread that makes them, so files are identical for a seed whatever the thread count.

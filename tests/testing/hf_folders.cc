@@ -131,7 +131,7 @@ Packed Pack(const std::string& stem, const FloatTensor& w, PackKind kind, int gs
 absl::Status WriteCommon(const std::string& dir, const ModelConfig& c) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  absl::StatusOr<TokenizerSpec> spec = SynthVocabulary(c.n_vocab);
+  absl::StatusOr<TokenizerSpec> spec = SynthVocabulary(c.n_vocab, c.arch);
   if (!spec.ok()) return spec.status();
   absl::StatusOr<std::string> tok = HfTokenizerJson(*spec);
   if (!tok.ok()) return tok.status();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -39,6 +40,24 @@ TEST(SynthVocabulary, SpecialByteAndWordTokens) {
   EXPECT_FALSE(SynthVocabulary(100).ok());
 }
 
+// llama.cpp refuses a model named phi3 whose vocabulary lacks <|endoftext|>; Phi-3's files
+// hold it after the SentencePiece pieces. Other architectures' vocabularies are unchanged.
+TEST(SynthVocabulary, Phi3EndsWithEndOfText) {
+  const TokenizerSpec plain = *SynthVocabulary(512);
+  const TokenizerSpec phi3 = *SynthVocabulary(512, "phi3");
+  ASSERT_EQ(phi3.tokens.size(), 512u);
+  ASSERT_EQ(phi3.types.size(), 512u);
+  ASSERT_EQ(phi3.scores.size(), 512u);
+  EXPECT_EQ(phi3.tokens.back(), "<|endoftext|>");
+  EXPECT_EQ(phi3.types.back(), TokenType::kControl);
+  EXPECT_EQ(std::vector<std::string>(phi3.tokens.begin(), phi3.tokens.end() - 1),
+            std::vector<std::string>(plain.tokens.begin(), plain.tokens.end() - 1));
+  EXPECT_EQ(SynthVocabulary(512, "llama")->tokens, plain.tokens);
+  EXPECT_EQ(SynthVocabulary(512, "qwen3")->tokens, plain.tokens);
+  EXPECT_TRUE(SynthVocabulary(260, "phi3").ok());
+  EXPECT_FALSE(SynthVocabulary(259, "phi3").ok());
+}
+
 TEST(SynthRow, DeterministicPerSeedTensorAndRow) {
   std::vector<float> a(4096), b(4096), c(4096), d(4096);
   SynthRow(7, 3, 11, 0.0f, 0.02f, a.data(), 4096);
@@ -73,7 +92,6 @@ TEST(SynthInitFor, NormsBiasesMatrices) {
   EXPECT_EQ(SynthInitFor({"blk.0.attn_q.bias", {8}, GgmlType::kF32, ""}).stddev, 0.01f);
   EXPECT_EQ(SynthInitFor({"blk.0.attn_q.weight", {8, 8}, GgmlType::kQ4_0, ""}).stddev, 0.02f);
 }
-
 
 }  // namespace
 }  // namespace pinfer
