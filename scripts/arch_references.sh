@@ -22,29 +22,37 @@ done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$OUT"
-# About 110 tokens of the synthetic vocabulary: past every tiny-* window (32 tokens).
+# 244 tokens of the synthetic vocabulary: past every tiny-* window (32 tokens).
 PROMPT="Once upon a time there was a little story about the world and the people in it. \
 The man said that he had been there before, but she could not see him from where she was. \
 Then two of them made their way back through the long day, and each one of the men had \
 a good life with many years after that, so they were never the same again."
 GREEDY=16
-for shape in tiny-qwen3 tiny-gemma2 tiny-gemma3 tiny-phi3 tiny-mistral-swa; do
-  for type in F32 Q8_0; do
-    name=$shape-$type
-    model=$TMP/$name.gguf
-    "$PI" synth --shape "$shape" --type "$type" --seed 1 -o "$model" >/dev/null
-    "$LLAMA_BIN/llama-debug" -m "$model" -p "$PROMPT" --save-logits --logits-output-dir "$TMP" \
-      -ctk f32 -ctv f32 -fa off -t 2 -c 512 -b 512 -ub 512 >"$TMP/debug.log" 2>&1 ||
-      { cat "$TMP/debug.log" >&2; exit 1; }
-    rm -f "$TMP/session.bin"
-    "$LLAMA_BIN/llama-completion" -m "$model" -p "$PROMPT" -n $GREEDY --temp 0 -s 1 -no-cnv \
-      --no-warmup -ctk f32 -ctv f32 -fa off -t 2 -c 512 -b 512 -ub 512 \
-      --prompt-cache "$TMP/session.bin" --prompt-cache-all >"$TMP/completion.log" 2>&1 ||
-      { cat "$TMP/completion.log" >&2; exit 1; }
-    python3 - "$TMP/llamacpp-$name.bin" "$TMP/llamacpp-$name-tokens.bin" "$TMP/session.bin" \
-      "$OUT/$name.txt" "$shape" "$type" <<'PY'
+# llama.cpp reads no sliding window in llama files and disables the one in phi3 files
+# (src/models/llama.cpp never reads llama.attention.sliding_window; src/models/phi3.cpp sets
+# swa_type NONE), so for those it also runs a prompt that stays inside their 32-token window
+# with its greedy tokens (13 + 16): there it computes what the file's window states.
+IN_WINDOW_PROMPT="Once upon a time"
+IN_WINDOW_SHAPES=" tiny-phi3 tiny-mistral-swa "
+
+# reference MODEL PROMPT OUT_FILE SHAPE TYPE NOTE: llama.cpp's logits after PROMPT and its
+# greedy continuation, written to OUT_FILE.
+reference() {
+  local model=$1 prompt=$2 out=$3 shape=$4 type=$5 note=$6
+  local name
+  name=$(basename "$model" .gguf)
+  "$LLAMA_BIN/llama-debug" -m "$model" -p "$prompt" --save-logits --logits-output-dir "$TMP" \
+    -ctk f32 -ctv f32 -fa off -t 2 -c 512 -b 512 -ub 512 >"$TMP/debug.log" 2>&1 ||
+    { cat "$TMP/debug.log" >&2; exit 1; }
+  rm -f "$TMP/session.bin"
+  "$LLAMA_BIN/llama-completion" -m "$model" -p "$prompt" -n $GREEDY --temp 0 -s 1 -no-cnv \
+    --no-warmup -ctk f32 -ctv f32 -fa off -t 2 -c 512 -b 512 -ub 512 \
+    --prompt-cache "$TMP/session.bin" --prompt-cache-all >"$TMP/completion.log" 2>&1 ||
+    { cat "$TMP/completion.log" >&2; exit 1; }
+  python3 - "$TMP/llamacpp-$name.bin" "$TMP/llamacpp-$name-tokens.bin" "$TMP/session.bin" \
+    "$out" "$shape" "$type" "$note" <<'PY'
 import struct, sys
-logits_path, tokens_path, session_path, out_path, shape, ftype = sys.argv[1:]
+logits_path, tokens_path, session_path, out_path, shape, ftype, note = sys.argv[1:]
 raw = open(logits_path, 'rb').read()
 logits = struct.unpack('<%df' % (len(raw) // 4), raw)
 raw = open(tokens_path, 'rb').read()
@@ -60,6 +68,8 @@ with open(out_path, 'w') as f:
     f.write('# written by scripts/arch_references.sh: llama-debug --save-logits (logits after\n')
     f.write('# the prompt) and llama-completion --temp 0 (greedy tokens), f32 K/V, no flash\n')
     f.write('# attention. Regenerate with that script; do not edit.\n')
+    if note:
+        f.write('# %s\n' % note)
     f.write('prompt ' + ' '.join(map(str, prompt)) + '\n')
     f.write('greedy ' + ' '.join(map(str, greedy)) + '\n')
     for i in range(0, len(logits), 8):
@@ -67,5 +77,17 @@ with open(out_path, 'w') as f:
 print('%s: %d prompt tokens, %d greedy, %d logits' % (out_path, len(prompt), len(greedy),
                                                      len(logits)))
 PY
+}
+
+for shape in tiny-qwen3 tiny-gemma2 tiny-gemma3 tiny-phi3 tiny-mistral-swa; do
+  for type in F32 Q8_0; do
+    name=$shape-$type
+    model=$TMP/$name.gguf
+    "$PI" synth --shape "$shape" --type "$type" --seed 1 -o "$model" >/dev/null
+    reference "$model" "$PROMPT" "$OUT/$name.txt" "$shape" "$type" ""
+    if [[ "$IN_WINDOW_SHAPES" == *" $shape "* ]]; then
+      reference "$model" "$IN_WINDOW_PROMPT" "$OUT/$name-in-window.txt" "$shape" "$type" \
+        "A prompt that stays inside the file's window, with its greedy tokens."
+    fi
   done
 done

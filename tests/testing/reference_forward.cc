@@ -143,7 +143,14 @@ void AttentionBlock(const ModelConfig& c, const LayerWeights& L, int l, Rows& x)
   }
 }
 
-void FfnBlock(const ModelConfig& c, const LayerWeights& L, const ReferenceOptions& o, Rows& x) {
+// The next u in [-1, 1) of a 64-bit linear congruential sequence (Knuth's MMIX constants).
+double NextJitter(uint64_t& state) {
+  state = state * 6364136223846793005ull + 1442695040888963407ull;
+  return static_cast<double>(state >> 11) * 0x1p-52 - 1.0;
+}
+
+void FfnBlock(const ModelConfig& c, const LayerWeights& L, const ReferenceOptions& o,
+              uint64_t& jitter, Rows& x) {
   const Dense wg = ToDense(L.w_gate), wu = ToDense(L.w_up), wd = ToDense(L.w_down);
   for (Vec& row : x) {
     Vec h = row;
@@ -151,6 +158,7 @@ void FfnBlock(const ModelConfig& c, const LayerWeights& L, const ReferenceOption
     Vec g = MatVec(wg, h);
     const Vec u = MatVec(wu, h);
     for (size_t i = 0; i < g.size(); ++i) {
+      if (o.gelu_input_jitter != 0) g[i] *= 1.0 + o.gelu_input_jitter * NextJitter(jitter);
       const double a = c.ffn_act == FfnActivation::kSilu ? g[i] / (1.0 + std::exp(-g[i]))
                        : o.ggml_cpu_gelu                 ? GgmlCpuGelu(g[i])
                                                          : Gelu(g[i]);
@@ -178,9 +186,10 @@ std::vector<double> ReferenceLogits(const Model& model, const std::vector<int32_
     }
     x.push_back(std::move(row));
   }
+  uint64_t jitter = 1;
   for (int l = 0; l < c.n_layers; ++l) {
     AttentionBlock(c, w.layers[static_cast<size_t>(l)], l, x);
-    FfnBlock(c, w.layers[static_cast<size_t>(l)], options, x);
+    FfnBlock(c, w.layers[static_cast<size_t>(l)], options, jitter, x);
   }
   Vec last = x.back();
   RmsNorm(last.data(), c.dim, w.output_norm, c.rms_eps);

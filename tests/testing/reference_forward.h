@@ -18,6 +18,11 @@ struct ReferenceOptions {
   // below -10, x above 10). On the tiny gemma models this alone moves the logits by 3-4e-4
   // relative from the exact tanh GELU that this reference, the engine and Hugging Face use.
   bool ggml_cpu_gelu = false;
+  // Each GELU input multiplied by (1 + gelu_input_jitter x u), u in [-1, 1) from a fixed
+  // pseudo-random sequence (the same in every call): differences of the size a float32
+  // computation has from this one, to measure how far ggml_cpu_gelu's rounding steps carry
+  // them (a value near a half-precision rounding boundary jumps a whole half step).
+  double gelu_input_jitter = 0;
 };
 
 // The logits after the last of `tokens` (positions 0, 1, ...): [n_vocab].
