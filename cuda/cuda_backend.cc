@@ -471,6 +471,7 @@ absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, flo
     return absl::FailedPreconditionError(
         "the KV cache must use the device storage from this backend's MakeKvStorage");
   }
+  PINFER_RETURN_IF_ERROR(CheckCudaKvCache(cache));
   PINFER_RETURN_IF_ERROR(kv_storage_->status());
   const int n_out = static_cast<int>(batch.logit_rows.size());
   if (static_cast<size_t>(n_out) > logit_rows_) {
@@ -636,6 +637,7 @@ absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
     return absl::FailedPreconditionError(
         "CUDA graphs are captured for a KV cache using this backend's MakeKvStorage");
   }
+  PINFER_RETURN_IF_ERROR(CheckCudaKvCache(cache));
   // Every decode step fits the tables from now on: max_num_seqs sequences of max_model_len.
   const int bs = cache.block_size();
   const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);

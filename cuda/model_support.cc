@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace pinfer {
@@ -23,6 +24,14 @@ std::string UnsupportedOnCuda(const ModelConfig& c) {
     f.push_back("per-layer RoPE bases");
   }
   return absl::StrJoin(f, ", ");
+}
+
+absl::Status CheckCudaKvCache(const KvCache& cache) {
+  if (cache.num_tables() == 1) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the CUDA kernels read one block table per sequence, but this KV cache has ",
+      cache.num_tables(), " (sliding-window layer groups: ", cache.layer_groups().Describe(),
+      "); run this model on the CPU backend"));
 }
 
 }  // namespace pinfer

@@ -4,7 +4,9 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "engine/model/model_config.h"
+#include "kvcache/kv_cache.h"
 
 namespace pinfer {
 
@@ -13,5 +15,9 @@ namespace pinfer {
 // than 1 / sqrt(head_dim) (that one is the kernels' own attention scale), partial rotary,
 // sliding windows, per-layer RoPE bases.
 std::string UnsupportedOnCuda(const ModelConfig& c);
+
+// The KV caches the kernels address: one block table per sequence whose blocks hold every
+// layer. FailedPrecondition for a cache with sliding-window layer groups (several tables).
+absl::Status CheckCudaKvCache(const KvCache& cache);
 
 }  // namespace pinfer

@@ -1,8 +1,34 @@
 #include "engine/backend.h"
 
+#include <span>
+
 #include "absl/strings/str_cat.h"
 
 namespace pinfer {
+namespace {
+
+// Every block table of the sequence reaches position pos and still holds its block: a
+// sliding-window table lets go of the blocks before the window of the sequence's last
+// computed position (KvCache::MarkComputed), and those positions' K/V cannot be written again.
+absl::Status CheckSlot(const KvCache& cache, SeqId seq, int pos) {
+  const size_t k = static_cast<size_t>(pos / cache.block_size());
+  for (int t = 0; t < cache.num_tables(); ++t) {
+    const std::span<const int32_t> table = cache.BlockTable(seq, t);
+    if (k >= table.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sequence ", seq, "'s block table does not reach position ", pos));
+    }
+    if (table[k] == kNoBlock) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("sequence ", seq, "'s window-", cache.layer_groups().window_of_table(t),
+                       " block table let go of position ", pos,
+                       " (before the window of its computed positions); a step cannot write it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int n_vocab,
                            int max_tokens) {
@@ -11,7 +37,6 @@ absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int 
     return absl::InvalidArgumentError(absl::StrCat("a step of ", n, " tokens exceeds the ",
                                                    max_tokens, " this backend was sized for"));
   }
-  const int bs = cache.block_size();
   for (int t = 0; t < n; ++t) {
     const int32_t tok = batch.tokens[t];
     if (tok < 0 || tok >= n_vocab) {
@@ -24,10 +49,7 @@ absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int 
       return absl::FailedPreconditionError(
           absl::StrCat("sequence ", seq, " has no KV slot for position ", pos));
     }
-    if (static_cast<size_t>(pos / bs) >= cache.BlockTable(seq).size()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sequence ", seq, "'s block table does not reach position ", pos));
-    }
+    if (absl::Status s = CheckSlot(cache, seq, pos); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -31,9 +31,10 @@ struct ForwardBatch {
 };
 
 // The checks every backend makes before a step: at most max_tokens tokens, each id inside a
-// vocabulary of n_vocab, each position p in [0, cache.num_tokens(seq)) with the sequence's
-// block table reaching it. InvalidArgument (size, ids) or FailedPrecondition (KV slots),
-// naming the token, sequence and position.
+// vocabulary of n_vocab, each position p in [0, cache.num_tokens(seq)) with every block table
+// of the sequence reaching it and holding its block (a sliding-window table lets the blocks
+// before its window go). InvalidArgument (size, ids) or FailedPrecondition (KV slots), naming
+// the token, sequence and position.
 absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int n_vocab,
                            int max_tokens);
 

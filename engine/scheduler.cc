@@ -82,7 +82,7 @@ int64_t Scheduler::GrowthBlocks() const {
   for (const Sequence* r : running_) {
     const int final_len = r->prompt_len + r->params.max_tokens;
     const int left = std::min(config_.admission_headroom, final_len - cache_.num_tokens(r->id));
-    if (left > 0) blocks += cache_.BlocksNeeded(r->id, left) * (1 + r->fork_pending);
+    if (left > 0) blocks += cache_.BlocksToGrow(r->id, left) * (1 + r->fork_pending);
   }
   return blocks;
 }

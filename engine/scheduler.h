@@ -13,6 +13,11 @@
 // still has the blocks the running sequences need for their next `admission_headroom` tokens
 // (each capped at what it may still generate). Admitting on the prompt alone, as vLLM does,
 // fills the pool with prompts and then preempts as soon as their outputs grow.
+//
+// Blocks are counted per layer group by the cache (KvCache::BlocksNeeded for a step's chunk,
+// BlocksToGrow for the headroom): a sliding-window group's tables stop growing at their window
+// (at most ceil((window + block_size - 1) / block_size) blocks each while decoding), so a long
+// sequence of a window model costs the pool only its full-attention layers' growth.
 #pragma once
 
 #include <cstdint>

@@ -168,7 +168,8 @@ void AttendOneWith(const AttentionKernels& k, const KvCache& cache, SeqId seq, i
   float* out_q = out + static_cast<size_t>(kv_begin) * group * hd;
   const float* q_q = q + static_cast<size_t>(kv_begin) * group * hd;
   std::fill(out_q, out_q + static_cast<size_t>(n_q) * hd, 0.0f);
-  const std::span<const int32_t> table = cache.BlockTable(seq);
+  // The layer's own table: a window layer's may have let the blocks before its window go.
+  const std::span<const int32_t> table = cache.LayerBlockTable(seq, layer);
   // The window: positions [first, n_ctx); rows before it are never read.
   const int first = s.window > 0 ? std::max(0, n_ctx - s.window) : 0;
   // A context the sequence does not hold (or storage that is not host memory) yields zeros

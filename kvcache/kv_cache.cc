@@ -1,5 +1,6 @@
 // KvCache: configuration checks, host storage, and per-sequence block tables (paged: grown one
-// block at a time; contiguous: one max_model_len block taken at the first Append).
+// block at a time, one table per layer group table; contiguous: one max_model_len block taken
+// at the first Append). Prefix matching, hashing and sliding windows: kv_cache_prefix.cc.
 #include "kvcache/kv_cache.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kvcache/kv_cache_impl.h"
@@ -42,11 +44,63 @@ int LayoutBlockSize(const KvCacheConfig& c) {
   return KvBlockSlots(c.layout, c.block_size, c.max_model_len);
 }
 
-size_t BlockBytesOf(const KvCacheConfig& c, size_t row_bytes) {
-  return static_cast<size_t>(c.n_layers) * 2 * static_cast<size_t>(LayoutBlockSize(c)) * row_bytes;
+size_t BlockBytesOf(const KvCacheConfig& c, const KvLayerGroups& g, size_t row_bytes) {
+  return static_cast<size_t>(g.layers_per_block) * 2 * static_cast<size_t>(LayoutBlockSize(c)) *
+         row_bytes;
 }
 
 }  // namespace
+
+KvLayerGroups KvLayerGroupsFor(const KvCacheConfig& c) {
+  return KvLayerGroups::Make(c.n_layers, c.layer_windows, c.layout, c.max_model_len);
+}
+
+absl::StatusOr<uint64_t> KvBlockBytes(const KvCacheConfig& c) {
+  const auto row = KvRowBytes(c.dtype, static_cast<int64_t>(c.n_kv_heads) * c.head_dim);
+  if (!row.ok()) return row.status();
+  return BlockBytesOf(c, KvLayerGroupsFor(c), *row);
+}
+
+namespace {
+
+// Whether one sequence of L tokens fits in pool_bytes (c's max_model_len set to L).
+bool SequenceFits(KvCacheConfig c, int64_t len, uint64_t pool_bytes, int64_t max_chunk) {
+  c.max_model_len = static_cast<int>(len);
+  const auto block = KvBlockBytes(c);
+  if (!block.ok() || *block == 0) return false;
+  const KvLayerGroups g = KvLayerGroupsFor(c);
+  const int slots = LayoutBlockSize(c);
+  const int64_t blocks = g.MaxBlocksPerSequence(len, slots, std::min(max_chunk, len));
+  return static_cast<uint64_t>(blocks) <= pool_bytes / *block;
+}
+
+}  // namespace
+
+int64_t KvLongestSequence(KvCacheConfig c, uint64_t pool_bytes, int64_t max_chunk, int64_t limit) {
+  limit = std::min<int64_t>(limit, std::numeric_limits<int>::max());
+  // Ranges of L with the same groups: a window w joins its own group from L = w + 1 on.
+  std::vector<int64_t> starts = {1};
+  for (int w : c.layer_windows) {
+    if (w > 0 && w < limit) starts.push_back(int64_t{w} + 1);
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  int64_t best = 0;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t lo = starts[i], hi = i + 1 < starts.size() ? starts[i + 1] - 1 : limit;
+    if (lo > hi || !SequenceFits(c, lo, pool_bytes, max_chunk)) continue;
+    while (lo < hi) {  // the cost only grows with L within a range
+      const int64_t mid = lo + (hi - lo + 1) / 2;
+      if (SequenceFits(c, mid, pool_bytes, max_chunk)) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    best = std::max(best, lo);
+  }
+  return best;
+}
 
 absl::StatusOr<KvLayout> ParseKvLayout(std::string_view name) {
   if (name == "paged") return KvLayout::kPaged;
@@ -65,12 +119,14 @@ int KvBlockSlots(KvLayout layout, int block_size, int max_model_len) {
 
 // ---- Impl -------------------------------------------------------------------------------
 
-KvCache::Impl::Impl(const KvCacheConfig& c, int64_t n, size_t row, std::unique_ptr<KvStorage> st)
+KvCache::Impl::Impl(const KvCacheConfig& c, KvLayerGroups g, int64_t n, size_t row, size_t block,
+                    std::unique_ptr<KvStorage> st)
     : cfg(c),
+      groups(std::move(g)),
       bs(c.block_size),
       num_blocks(n),
       row_bytes(row),
-      block_bytes(BlockBytesOf(c, row)),
+      block_bytes(block),
       storage(std::move(st)),
       base(storage->base()),
       alloc(static_cast<int32_t>(n)) {
@@ -98,11 +154,13 @@ void KvCache::Impl::DropBlock(int32_t b) {
 int64_t KvCache::Impl::BlocksNeeded(const Seq* s, int n) const {
   if (n <= 0) return 0;
   const int64_t cur = s ? s->n_tokens : 0;
-  const int64_t have = s ? static_cast<int64_t>(s->blocks.size()) : 0;
+  const int64_t have = s ? s->table_len() : 0;
   const int64_t want = (cur + n + bs - 1) / bs;
-  int64_t need = std::max<int64_t>(0, want - have);
+  int64_t need = std::max<int64_t>(0, want - have) * groups.num_tables();
   // Appending into a partly filled block that another sequence shares copies it first.
-  if (s && cur % bs != 0 && have > 0 && alloc.ref_count(s->blocks.back()) > 1) ++need;
+  if (s && cur % bs != 0 && have > 0) {
+    for (const std::vector<int32_t>& table : s->tables) need += alloc.ref_count(table.back()) > 1;
+  }
   return need;
 }
 
@@ -131,15 +189,15 @@ std::unique_ptr<KvStorage> KvCache::NoStorage() {
 }
 
 std::unique_ptr<KvStorage> KvCache::HostStorage(const KvCacheConfig& config, int64_t num_blocks) {
-  const auto row =
-      KvRowBytes(config.dtype, static_cast<int64_t>(config.n_kv_heads) * config.head_dim);
-  return std::make_unique<HostKvStorage>(row.ok() ? BlockBytesOf(config, *row) : 0,
-                                         std::max<int64_t>(0, num_blocks));
+  const auto block = KvBlockBytes(config);
+  return std::make_unique<HostKvStorage>(block.ok() ? *block : 0, std::max<int64_t>(0, num_blocks));
 }
 
-absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& config,
-                                                         std::unique_ptr<KvStorage> storage) {
-  KvCacheConfig c = config;
+namespace {
+
+// The shape, limits, windows and (paged) block size of a config: InvalidArgument naming the
+// value and what to give instead.
+absl::Status CheckShape(const KvCacheConfig& c) {
   if (c.n_layers <= 0 || c.n_kv_heads <= 0 || c.head_dim <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "KV cache shape must be positive: n_layers ", c.n_layers, ", n_kv_heads ", c.n_kv_heads,
@@ -150,19 +208,41 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
                                                    ") and max_num_seqs (", c.max_num_seqs,
                                                    ") must be at least 1"));
   }
-  const auto row = KvRowBytes(c.dtype, static_cast<int64_t>(c.n_kv_heads) * c.head_dim);
-  if (!row.ok()) return row.status();
+  if (!c.layer_windows.empty() && static_cast<int>(c.layer_windows.size()) != c.n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("layer_windows has ", c.layer_windows.size(),
+                                                   " entries for ", c.n_layers,
+                                                   " layers; give one per layer, or none"));
+  }
+  for (size_t l = 0; l < c.layer_windows.size(); ++l) {
+    if (c.layer_windows[l] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer ", l, "'s sliding window is ", c.layer_windows[l], "; give 0 (none) or more"));
+    }
+  }
   if (c.layout == KvLayout::kPaged) {
     if (c.block_size < kMinBlockSize || c.block_size > kMaxBlockSize) {
       return absl::InvalidArgumentError(absl::StrCat("KV block size ", c.block_size,
                                                      " is out of range; choose ", kMinBlockSize,
                                                      "..", kMaxBlockSize, " (16 is usual)"));
     }
-  } else {
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& config,
+                                                         std::unique_ptr<KvStorage> storage) {
+  if (absl::Status s = CheckShape(config); !s.ok()) return s;
+  KvCacheConfig c = config;
+  const auto row = KvRowBytes(c.dtype, static_cast<int64_t>(c.n_kv_heads) * c.head_dim);
+  if (!row.ok()) return row.status();
+  if (c.layout == KvLayout::kContiguous) {
     c.block_size = LayoutBlockSize(c);  // one block holds a whole sequence
     c.prefix_caching = false;
   }
-  const size_t block_bytes = BlockBytesOf(c, *row);
+  KvLayerGroups groups = KvLayerGroupsFor(c);
+  const size_t block_bytes = BlockBytesOf(c, groups, *row);
   const uint64_t per_token = 2ull * static_cast<uint64_t>(c.n_layers) * *row;
   int64_t n = c.num_blocks;
   if (n < 0) {
@@ -179,11 +259,11 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
           c.layout == KvLayout::kContiguous
               ? absl::StrCat("; the longest max_model_len that fits is ", c.pool_bytes / per_token)
               : std::string();
-      return absl::InvalidArgumentError(
-          absl::StrCat("KV pool of ", c.pool_bytes, " bytes is smaller than one block: a block of ",
-                       LayoutBlockSize(c), " tokens needs ", block_bytes, " bytes (", per_token,
-                       " bytes per token at ", Sv(KvDtypeName(c.dtype)), "); give at least ",
-                       block_bytes, " bytes", hint));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "KV pool of ", c.pool_bytes, " bytes is smaller than one block: a block of ",
+          LayoutBlockSize(c), " tokens and ", groups.layers_per_block, " layers needs ",
+          block_bytes, " bytes (", per_token, " bytes per token in all ", c.n_layers, " layers at ",
+          Sv(KvDtypeName(c.dtype)), "); give at least ", block_bytes, " bytes", hint));
     }
   }
   if (n > std::numeric_limits<int32_t>::max() ||
@@ -200,7 +280,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
                        " bytes); lower num_blocks or pool_bytes"));
     }
   }
-  auto impl = std::make_unique<Impl>(c, n, *row, std::move(storage));
+  auto impl =
+      std::make_unique<Impl>(c, std::move(groups), n, *row, block_bytes, std::move(storage));
   return std::unique_ptr<KvCache>(new KvCache(c, std::move(impl)));
 }
 
@@ -216,6 +297,8 @@ size_t KvCache::block_bytes() const { return impl_->block_bytes; }
 size_t KvCache::bytes_per_token() const {
   return 2 * static_cast<size_t>(config_.n_layers) * impl_->row_bytes;
 }
+const KvLayerGroups& KvCache::layer_groups() const { return impl_->groups; }
+int KvCache::num_tables() const { return impl_->groups.num_tables(); }
 
 // ---- Sequences ----------------------------------------------------------------------------
 
@@ -229,40 +312,38 @@ absl::Status KvCache::AddSequence(SeqId id) {
                      " sequences are live, max_num_seqs is ", config_.max_num_seqs,
                      "; wait for one to finish (or raise max_num_seqs)"));
   }
-  impl_->seqs.emplace(id, Impl::Seq{});
+  Impl::Seq seq;
+  seq.tables.resize(static_cast<size_t>(impl_->groups.num_tables()));
+  impl_->seqs.emplace(id, std::move(seq));
   return absl::OkStatus();
 }
 
 bool KvCache::HasSequence(SeqId id) const { return impl_->Find(id) != nullptr; }
 
-int KvCache::MatchPrefix(SeqId id, std::span<const int32_t> prompt) {
-  Impl& m = *impl_;
-  Impl::Seq* s = m.Find(id);
-  if (!m.prefix || !s || s->n_tokens != 0 || prompt.empty()) return 0;
-  const int64_t limit =
-      std::min<int64_t>(static_cast<int64_t>(prompt.size()) - 1, config_.max_model_len) / m.bs;
-  uint64_t parent = PrefixCache::kRootHash;
-  for (int64_t k = 0; k < limit; ++k) {
-    const auto chunk = prompt.subspan(static_cast<size_t>(k * m.bs), static_cast<size_t>(m.bs));
-    const uint64_t h = PrefixCache::HashBlock(parent, chunk);
-    const int32_t b = m.prefix->Lookup(h, parent, chunk);
-    if (b < 0) break;
-    if (m.alloc.ref_count(b) == 0) {
-      m.prefix->MarkInUse(b);
-      m.alloc.Adopt(b);
-    } else {
-      m.alloc.Ref(b);
-    }
-    s->blocks.push_back(b);
-    s->hashes.push_back(h);
-    s->n_tokens += m.bs;
-    parent = h;
-  }
-  return static_cast<int>(s->n_tokens);
-}
-
 int64_t KvCache::BlocksNeeded(SeqId id, int n) const {
   return impl_->BlocksNeeded(impl_->Find(id), n);
+}
+
+int64_t KvCache::BlocksToGrow(SeqId id, int n) const {
+  const Impl& m = *impl_;
+  const Impl::Seq* s = m.Find(id);
+  if (n <= 0) return 0;
+  const int64_t cur = s ? s->n_tokens : 0;
+  const int64_t have = s ? s->table_len() : 0;
+  int64_t need = 0;
+  for (int t = 0; t < m.groups.num_tables(); ++t) {
+    const int w = m.window_of(t);
+    const int64_t first = s ? WindowFirstBlock(w, s->window_from, m.bs) : 0;
+    // Blocks the table holds while position p is appended, the window of p held: their count
+    // rises within each block's worth of positions, so the peak is in the last bs of them.
+    int64_t peak = 0;
+    for (int64_t p = std::max(cur, cur + n - m.bs); p < cur + n; ++p) {
+      peak = std::max(peak, p / m.bs + 1 - std::max(first, WindowFirstBlock(w, p, m.bs)));
+    }
+    need += std::max<int64_t>(0, peak - (have - first));
+    if (s && cur % m.bs != 0 && have > 0) need += m.alloc.ref_count(s->tables[t].back()) > 1;
+  }
+  return need;
 }
 
 int64_t KvCache::NumFreeBlocks() const { return impl_->NumFree(); }
@@ -290,30 +371,19 @@ absl::Status KvCache::Append(SeqId id, int n) {
                      " token(s) but only ", m.NumFree(), " of ", m.num_blocks, " blocks (", m.bs,
                      " tokens each) are free; free or preempt a sequence, or enlarge the KV pool"));
   }
-  if (cur % m.bs != 0 && !s->blocks.empty() && m.alloc.ref_count(s->blocks.back()) > 1) {
-    const int32_t old = s->blocks.back();
-    const int32_t copy = m.TakeBlock();
-    m.storage->CopyBlock(old, copy);
-    m.DropBlock(old);
-    s->blocks.back() = copy;
+  for (std::vector<int32_t>& table : s->tables) {
+    // A partly filled last block is never let go (it holds the next position's slot).
+    if (cur % m.bs != 0 && !table.empty() && m.alloc.ref_count(table.back()) > 1) {
+      const int32_t old = table.back();
+      const int32_t copy = m.TakeBlock();
+      m.storage->CopyBlock(old, copy);
+      m.DropBlock(old);
+      table.back() = copy;
+    }
+    while (static_cast<int64_t>(table.size()) * m.bs < total) table.push_back(m.TakeBlock());
   }
-  while (static_cast<int64_t>(s->blocks.size()) * m.bs < total) s->blocks.push_back(m.TakeBlock());
   s->n_tokens = total;
   return absl::OkStatus();
-}
-
-void KvCache::MarkComputed(SeqId id, std::span<const int32_t> computed) {
-  Impl& m = *impl_;
-  Impl::Seq* s = m.Find(id);
-  if (!m.prefix || !s) return;
-  const int64_t full = std::min<int64_t>(static_cast<int64_t>(computed.size()), s->n_tokens) / m.bs;
-  for (int64_t k = static_cast<int64_t>(s->hashes.size()); k < full; ++k) {
-    const uint64_t parent = k == 0 ? PrefixCache::kRootHash : s->hashes[static_cast<size_t>(k - 1)];
-    const auto chunk = computed.subspan(static_cast<size_t>(k * m.bs), static_cast<size_t>(m.bs));
-    const uint64_t h = PrefixCache::HashBlock(parent, chunk);
-    m.prefix->Insert(s->blocks[static_cast<size_t>(k)], h, parent, chunk);  // no-op if present
-    s->hashes.push_back(h);
-  }
 }
 
 absl::Status KvCache::Fork(SeqId parent, SeqId child) {
@@ -330,7 +400,11 @@ absl::Status KvCache::Fork(SeqId parent, SeqId child) {
                      " sequences are live, max_num_seqs is ", config_.max_num_seqs));
   }
   Impl::Seq copy = *p;
-  for (int32_t b : copy.blocks) m.alloc.Ref(b);
+  for (const std::vector<int32_t>& table : copy.tables) {
+    for (int32_t b : table) {
+      if (b != kNoBlock) m.alloc.Ref(b);
+    }
+  }
   m.seqs.emplace(child, std::move(copy));
   return absl::OkStatus();
 }
@@ -340,9 +414,13 @@ void KvCache::Free(SeqId id) {
   const auto it = m.seqs.find(id);
   if (it == m.seqs.end()) return;
   // Tail blocks first: they become the least recently used idle entries, so a cached prefix
-  // loses its end before its beginning.
-  const std::vector<int32_t>& blocks = it->second.blocks;
-  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) m.DropBlock(*b);
+  // loses its end before its beginning; a position's blocks in every table go together.
+  const Impl::Seq& s = it->second;
+  for (int64_t k = s.table_len() - 1; k >= 0; --k) {
+    for (const std::vector<int32_t>& table : s.tables) {
+      if (table[static_cast<size_t>(k)] != kNoBlock) m.DropBlock(table[static_cast<size_t>(k)]);
+    }
+  }
   m.seqs.erase(it);
 }
 
@@ -351,9 +429,15 @@ int KvCache::num_tokens(SeqId id) const {
   return s ? static_cast<int>(s->n_tokens) : 0;
 }
 
-std::span<const int32_t> KvCache::BlockTable(SeqId id) const {
+std::span<const int32_t> KvCache::BlockTable(SeqId id, int table) const {
   const Impl::Seq* s = impl_->Find(id);
-  return s ? std::span<const int32_t>(s->blocks) : std::span<const int32_t>();
+  if (!s || table < 0 || table >= static_cast<int>(s->tables.size())) return {};
+  return s->tables[static_cast<size_t>(table)];
+}
+
+std::span<const int32_t> KvCache::LayerBlockTable(SeqId id, int layer) const {
+  if (layer < 0 || layer >= impl_->groups.n_layers) return {};
+  return BlockTable(id, impl_->groups.layer_table[static_cast<size_t>(layer)]);
 }
 
 int32_t KvCache::ref_count(int32_t block) const {
@@ -364,10 +448,12 @@ int32_t KvCache::ref_count(int32_t block) const {
 
 const uint8_t* KvCache::Row(int32_t block, int layer, int kv, int slot) const {
   const Impl& m = *impl_;
-  if (!m.base || block < 0 || block >= m.num_blocks) return nullptr;
-  const size_t index =
-      (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kv)) * static_cast<size_t>(m.bs) +
-      static_cast<size_t>(slot);
+  if (!m.base || block < 0 || block >= m.num_blocks || layer < 0 || layer >= m.groups.n_layers) {
+    return nullptr;
+  }
+  const size_t layer_slot = static_cast<size_t>(m.groups.layer_slot[static_cast<size_t>(layer)]);
+  const size_t index = (layer_slot * 2 + static_cast<size_t>(kv)) * static_cast<size_t>(m.bs) +
+                       static_cast<size_t>(slot);
   return m.base + static_cast<size_t>(block) * m.block_bytes + index * m.row_bytes;
 }
 
@@ -376,53 +462,14 @@ uint8_t* KvCache::Row(int32_t block, int layer, int kv, int slot) {
 }
 
 const uint8_t* KvCache::TokenRow(SeqId id, int pos, int layer, int kv) const {
-  const Impl::Seq* s = impl_->Find(id);
+  const std::span<const int32_t> table = LayerBlockTable(id, layer);
   const int bs = impl_->bs;
-  if (!s || pos < 0 || static_cast<size_t>(pos / bs) >= s->blocks.size()) return nullptr;
-  return Row(s->blocks[static_cast<size_t>(pos / bs)], layer, kv, pos % bs);
+  if (pos < 0 || static_cast<size_t>(pos / bs) >= table.size()) return nullptr;
+  return Row(table[static_cast<size_t>(pos / bs)], layer, kv, pos % bs);
 }
 
 uint8_t* KvCache::TokenRow(SeqId id, int pos, int layer, int kv) {
   return const_cast<uint8_t*>(std::as_const(*this).TokenRow(id, pos, layer, kv));
-}
-
-// ---- Self-check ---------------------------------------------------------------------------
-
-absl::Status KvCache::CheckInvariants() const {
-  const Impl& m = *impl_;
-  std::vector<int32_t> refs(static_cast<size_t>(m.num_blocks), 0);
-  for (const auto& [id, s] : m.seqs) {
-    const int64_t want = (s.n_tokens + m.bs - 1) / m.bs;
-    if (static_cast<int64_t>(s.blocks.size()) != want) {
-      return absl::InternalError(absl::StrCat("sequence ", id, " holds ", s.blocks.size(),
-                                              " blocks for ", s.n_tokens, " tokens"));
-    }
-    for (int32_t b : s.blocks) ++refs[static_cast<size_t>(b)];
-  }
-  int64_t free = 0, idle = 0;
-  for (int32_t b = 0; b < m.num_blocks; ++b) {
-    const int32_t r = m.alloc.ref_count(b);
-    const bool is_free = m.alloc.is_free(b);
-    const bool is_idle = m.prefix && m.prefix->is_idle(b);
-    if (r != refs[static_cast<size_t>(b)]) {
-      return absl::InternalError(absl::StrCat("block ", b, " has ref count ", r, " but ",
-                                              refs[static_cast<size_t>(b)], " table entries"));
-    }
-    if ((r > 0) + is_free + is_idle != 1) {
-      return absl::InternalError(absl::StrCat("block ", b, " is in ", (r > 0) + is_free + is_idle,
-                                              " states (ref ", r, ", free ", is_free, ", idle ",
-                                              is_idle, ")"));
-    }
-    if (is_idle && !m.prefix->IsCached(b)) {
-      return absl::InternalError(absl::StrCat("idle block ", b, " is not a cache entry"));
-    }
-    free += is_free;
-    idle += is_idle;
-  }
-  if (free != m.alloc.num_free() || (m.prefix && idle != m.prefix->num_idle())) {
-    return absl::InternalError("free or idle counts disagree with the block states");
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace pinfer

@@ -3,8 +3,16 @@
 // when it starts (contiguous, as a static cache does). Both layouts share this class, the
 // storage layout and the attention code, so for a fixed KV format they give identical logits.
 //
-// Storage of block b (block_bytes() bytes): [layer][k=0 | v=1][slot][row_bytes()]
-// where a row holds one token's kv_heads x head_dim values of one layer in the KV format.
+// Layer groups (kv_layer_groups.h): with sliding-window layers (paged layout), each group of
+// layers with one window has block tables of its own, and a window table lets go of the
+// blocks no query can read any more as the sequence advances (MarkComputed), so a window
+// layer's memory stops growing at its window. Without windows there is one table per sequence
+// whose blocks hold every layer.
+//
+// Storage of block b (block_bytes() bytes): [layer slot][k=0 | v=1][slot][row_bytes()]
+// where a block holds layer_groups().layers_per_block layers (every layer without windows;
+// layer l is at layer slot layer_groups().layer_slot[l]) and a row holds one token's
+// kv_heads x head_dim values of one layer in the KV format.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kvcache/kv_dtype.h"
+#include "kvcache/kv_layer_groups.h"
 #include "kvcache/occupancy.h"
 
 namespace pinfer {
@@ -41,7 +50,28 @@ struct KvCacheConfig {
   int64_t num_blocks = 0;    // pool size in blocks, or (when 0)
   uint64_t pool_bytes = 0;   // pool size in bytes, rounded down to whole blocks
   bool prefix_caching = true;  // paged only
+  // Per-layer sliding windows in tokens ([n_layers], 0: full attention; empty: every layer
+  // full). Paged caches give window layers block tables of their own (kv_layer_groups.h).
+  std::vector<int> layer_windows;
 };
+
+// Entries of a window table whose block was let go.
+inline constexpr int32_t kNoBlock = -1;
+
+// The layer groups and the bytes of one block under this config (the one rule for the cache
+// and the engine's ledger): layers_per_block x 2 x KvBlockSlots(...) x KvRowBytes(dtype,
+// kv_heads x head_dim). InvalidArgument when the format does not suit the row.
+KvLayerGroups KvLayerGroupsFor(const KvCacheConfig& c);
+absl::StatusOr<uint64_t> KvBlockBytes(const KvCacheConfig& c);
+// The longest max_model_len L <= limit for which one sequence's blocks fit in pool_bytes
+// under c's format, layout, block size and windows, when a step appends at most max_chunk
+// positions (at most L): the most L with
+//   KvLayerGroupsFor(c at L).MaxBlocksPerSequence(L, slots, min(max_chunk, L)) x KvBlockBytes(c
+//   at L) <= pool_bytes.
+// The groups change with L (a window joins the full group once L <= window), so each range of
+// L between windows is searched on its own. 0 when not even one token fits; `limit` when a
+// model whose every layer has a window fits at any length.
+int64_t KvLongestSequence(KvCacheConfig c, uint64_t pool_bytes, int64_t max_chunk, int64_t limit);
 
 // Where block bytes live. The CPU backend uses host memory; a device backend supplies its own
 // (same layout) and the cache only does the accounting and asks it to copy blocks.
@@ -74,7 +104,9 @@ class KvCache {
   int64_t num_blocks() const;
   size_t row_bytes() const;  // one token, one layer, keys or values
   size_t block_bytes() const;
-  size_t bytes_per_token() const;  // 2 x layers x row_bytes
+  size_t bytes_per_token() const;  // 2 x layers x row_bytes (a token in every layer)
+  const KvLayerGroups& layer_groups() const;
+  int num_tables() const;  // block tables per sequence (1 without windows)
 
   // Sequences. Every error leaves the cache as it was.
   absl::Status AddSequence(SeqId id);  // AlreadyExists, or ResourceExhausted past max_num_seqs
@@ -87,16 +119,25 @@ class KvCache {
   // prompt token to compute), which become the sequence's first slots. 0 when prefix caching
   // is off or nothing matches.
   int MatchPrefix(SeqId id, std::span<const int32_t> prompt);
-  // Blocks an Append of n more tokens would take from the pool (copy-on-write included).
-  // For an id not (yet) added: the blocks a new sequence of n tokens takes.
+  // Blocks an Append of n more tokens would take from the pool, over all its tables
+  // (copy-on-write included). For an id not (yet) added: the blocks a new sequence of n
+  // tokens takes.
   int64_t BlocksNeeded(SeqId id, int n) const;
+  // The most blocks beyond those it holds now that the sequence takes while it grows by n
+  // tokens one step at a time, MarkComputed after each (decoding): full tables as
+  // BlocksNeeded, window tables only what their window's peak adds (their blocks go as the
+  // window moves). For admission headroom.
+  int64_t BlocksToGrow(SeqId id, int n) const;
   int64_t NumFreeBlocks() const;  // free plus evictable cached blocks
   // Reserves slots for n more tokens after the sequence's current end. FailedPrecondition
   // past max_model_len, ResourceExhausted when the pool is out of blocks.
   absl::Status Append(SeqId id, int n);
   // The sequence's first computed.size() tokens (at most its slots) now hold K/V; `computed`
-  // holds their ids. Their full blocks become prefix-cache entries (blocks offered before
-  // are not hashed again).
+  // holds their ids, and no later query of the sequence comes before position
+  // computed.size(). Their full blocks become prefix-cache entries (blocks offered before
+  // are not hashed again), then window tables let go of the blocks that end before the
+  // window of that position (to the prefix cache's idle entries when cached, else the free
+  // list, unless another sequence shares them).
   void MarkComputed(SeqId id, std::span<const int32_t> computed);
   // The child shares all of the parent's blocks; a shared partly filled block is copied
   // when either side next appends into it.
@@ -104,12 +145,16 @@ class KvCache {
   // Drops the sequence; its blocks return to the pool (cached ones stay evictable).
   void Free(SeqId id);
   int num_tokens(SeqId id) const;  // slots reserved (0 for an unknown id)
-  std::span<const int32_t> BlockTable(SeqId id) const;
+  // Block table `table` (0 .. num_tables() - 1) of the sequence: ceil(num_tokens / block
+  // size) entries, kNoBlock where a window table let its block go. Empty for an unknown id.
+  std::span<const int32_t> BlockTable(SeqId id, int table = 0) const;
+  // The table of the sequence holding layer `layer`'s rows.
+  std::span<const int32_t> LayerBlockTable(SeqId id, int layer) const;
 
-  // Addressing (host storage only).
+  // Addressing (host storage only). Row: nullptr for kNoBlock or without host storage.
   uint8_t* Row(int32_t block, int layer, int kv, int slot);
   const uint8_t* Row(int32_t block, int layer, int kv, int slot) const;
-  // The row of token `pos` of sequence `id`.
+  // The row of token `pos` of sequence `id` (nullptr where its window table let it go).
   uint8_t* TokenRow(SeqId id, int pos, int layer, int kv);
   const uint8_t* TokenRow(SeqId id, int pos, int layer, int kv) const;
 

@@ -20,8 +20,9 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
 
 PrefixCache::PrefixCache(int32_t num_blocks, int block_size)
     : block_size_(block_size),
-      hash_(static_cast<size_t>(num_blocks), 0),
+      key_(static_cast<size_t>(num_blocks), 0),
       parent_(static_cast<size_t>(num_blocks), 0),
+      table_(static_cast<size_t>(num_blocks), 0),
       tokens_(static_cast<size_t>(num_blocks) * static_cast<size_t>(block_size), 0),
       cached_(static_cast<size_t>(num_blocks), false),
       idle_(static_cast<size_t>(num_blocks), false),
@@ -34,26 +35,34 @@ uint64_t PrefixCache::HashBlock(uint64_t parent, std::span<const int32_t> tokens
   return h;
 }
 
-int32_t PrefixCache::Lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) const {
-  const auto it = map_.find(hash);
+// Table 0 (the only one without layer groups) keys by the hash itself.
+uint64_t PrefixCache::Key(int table, uint64_t hash) {
+  return table == 0 ? hash : Mix(hash ^ (static_cast<uint64_t>(table) * 0x9e3779b97f4a7c15ull));
+}
+
+int32_t PrefixCache::Lookup(int table, uint64_t hash, uint64_t parent,
+                            std::span<const int32_t> tokens) const {
+  const auto it = map_.find(Key(table, hash));
   if (it == map_.end()) return -1;
   const int32_t b = it->second;
   const auto begin = tokens_.begin() + static_cast<ptrdiff_t>(b) * block_size_;
-  if (parent_[static_cast<size_t>(b)] != parent ||
+  if (table_[static_cast<size_t>(b)] != table || parent_[static_cast<size_t>(b)] != parent ||
       !std::equal(tokens.begin(), tokens.end(), begin, begin + block_size_)) {
     return -1;
   }
   return b;
 }
 
-bool PrefixCache::Insert(int32_t block, uint64_t hash, uint64_t parent,
+bool PrefixCache::Insert(int table, int32_t block, uint64_t hash, uint64_t parent,
                          std::span<const int32_t> tokens) {
   const size_t b = static_cast<size_t>(block);
-  if (cached_[b] || map_.count(hash)) return false;
-  map_.emplace(hash, block);
+  const uint64_t key = Key(table, hash);
+  if (cached_[b] || map_.count(key)) return false;
+  map_.emplace(key, block);
   cached_[b] = true;
-  hash_[b] = hash;
+  key_[b] = key;
   parent_[b] = parent;
+  table_[b] = table;
   std::copy(tokens.begin(), tokens.end(),
             tokens_.begin() + static_cast<ptrdiff_t>(b) * block_size_);
   return true;
@@ -100,7 +109,7 @@ int32_t PrefixCache::EvictLru() {
   const int32_t b = head_;
   if (b < 0) return -1;
   Unlink(b);
-  map_.erase(hash_[static_cast<size_t>(b)]);
+  map_.erase(key_[static_cast<size_t>(b)]);
   cached_[static_cast<size_t>(b)] = false;
   return b;
 }

@@ -24,5 +24,26 @@ TEST(CudaModelSupport, NamesWhatTheKernelsLack) {
   EXPECT_NE(UnsupportedOnCuda(bases).find("per-layer RoPE bases"), std::string::npos);
 }
 
+// A cache with sliding-window layer groups has several block tables per sequence, which the
+// kernels do not read: refused with the groups named. One table: accepted.
+TEST(CudaModelSupport, RefusesKvCachesWithSeveralBlockTables) {
+  const ModelConfig m = *NamedShape("tiny-gemma3");
+  KvCacheConfig c = KvCacheConfigFor(m, KvDtype::kF16);
+  c.num_blocks = 16;
+  c.max_model_len = 256;
+  auto plain = KvCache::Create(c, KvCache::NoStorage());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(CheckCudaKvCache(**plain).ok());
+  for (int l = 0; l < m.n_layers; ++l) c.layer_windows.push_back(m.layer(l).window);
+  auto grouped = KvCache::Create(c, KvCache::NoStorage());
+  ASSERT_TRUE(grouped.ok()) << grouped.status();
+  const absl::Status s = CheckCudaKvCache(**grouped);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("6 (sliding-window layer groups: 1 full-attention table (1 layer) + "
+                             "5 window-32 tables (5 layers), 1 layer per block)"),
+            std::string::npos)
+      << s;
+}
+
 }  // namespace
 }  // namespace pinfer

@@ -26,10 +26,13 @@ struct Filled {
 };
 
 // A cache holding n_ctx tokens of seeded random K/V in sequence 1 (same values for any
-// layout or block size): values N(0,1), keys N(0,4).
+// layout or block size): values N(0,1), keys N(0,4). With per-layer windows, the sequence's
+// first n_ctx - 1 tokens are marked computed, so the window tables let go of the blocks the
+// query at position n_ctx - 1 does not read.
 Filled MakeCache(KvDtype d, KvLayout layout, int block_size, int n_heads, int n_kv, int hd,
-                 int n_ctx, uint32_t seed) {
+                 int n_ctx, uint32_t seed, std::vector<int> windows = {}) {
   KvCacheConfig c;
+  c.layer_windows = std::move(windows);
   c.n_layers = kLayers;
   c.n_kv_heads = n_kv;
   c.head_dim = hd;
@@ -37,7 +40,9 @@ Filled MakeCache(KvDtype d, KvLayout layout, int block_size, int n_heads, int n_
   c.layout = layout;
   c.block_size = block_size;
   c.max_model_len = std::max(n_ctx, 16);
-  c.num_blocks = layout == KvLayout::kPaged ? (c.max_model_len + block_size - 1) / block_size : 1;
+  c.num_blocks = layout == KvLayout::kPaged ? (c.max_model_len + block_size - 1) / block_size *
+                                                  KvLayerGroupsFor(c).num_tables()
+                                            : 1;
   auto cache = KvCache::Create(c);
   EXPECT_TRUE(cache.ok()) << cache.status();
   Filled f{std::move(*cache), {n_heads, n_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))}};
@@ -53,6 +58,9 @@ Filled MakeCache(KvDtype d, KvLayout layout, int block_size, int n_heads, int n_
         KvEncodeRow(d, row.data(), f.cache->TokenRow(1, t, layer, kv), n_kv * hd);
       }
     }
+  }
+  if (!c.layer_windows.empty()) {
+    f.cache->MarkComputed(1, std::vector<int32_t>(static_cast<size_t>(n_ctx - 1), 0));
   }
   return f;
 }
@@ -225,19 +233,26 @@ TEST(Attention, PagedAndContiguousAreBitIdentical) {
   }
 }
 
+// Also with the window layer's blocks before its window let go (the paged cache told the
+// layer's window): the same rows are read.
 TEST(Attention, WindowPagedAndContiguousAreBitIdentical) {
   const std::vector<float> q = Query(8, 16, 17);
   for (int n_ctx : {40, 300}) {
     Filled contiguous = MakeCache(KvDtype::kF16, KvLayout::kContiguous, 16, 8, 4, 16, n_ctx, 4);
     contiguous.shape.window = 37;
     for (int bs : {8, 16, 256}) {
-      Filled paged = MakeCache(KvDtype::kF16, KvLayout::kPaged, bs, 8, 4, 16, n_ctx, 4);
-      paged.shape.window = 37;
-      for (const AttentionKernels* k : Sets()) {
-        const std::vector<float> want = Attend(*k, contiguous, q, n_ctx);
-        const std::vector<float> got = Attend(*k, paged, q, n_ctx);
-        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-            << k->name << " ctx " << n_ctx << " bs " << bs;
+      for (bool let_go : {false, true}) {
+        Filled paged = MakeCache(KvDtype::kF16, KvLayout::kPaged, bs, 8, 4, 16, n_ctx, 4,
+                                 let_go ? std::vector<int>{0, 37} : std::vector<int>{});
+        paged.shape.window = 37;
+        const bool gone = paged.cache->LayerBlockTable(1, kLayer)[0] == kNoBlock;
+        ASSERT_EQ(gone, let_go && n_ctx - 37 >= bs) << "ctx " << n_ctx << " bs " << bs;
+        for (const AttentionKernels* k : Sets()) {
+          const std::vector<float> want = Attend(*k, contiguous, q, n_ctx);
+          const std::vector<float> got = Attend(*k, paged, q, n_ctx);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << k->name << " ctx " << n_ctx << " bs " << bs << (let_go ? " let go" : "");
+        }
       }
     }
   }

@@ -2,15 +2,22 @@
 // state checked against a plain model after every step.
 //
 // The test plays the engine: after each successful Append it writes every new token's K/V row
-// (a value derived from the whole prefix up to that token, as real K/V is), sometimes marks
-// tokens computed, and after every step reads every live sequence's rows back. Prefix hits,
-// copy-on-write and eviction bugs all show up as a row that does not match its prefix.
+// in every layer (a value derived from the whole prefix up to that token and the layer, as
+// real K/V is), sometimes marks tokens computed, and after every step reads every live
+// sequence's rows back. Prefix hits, copy-on-write and eviction bugs all show up as a row that
+// does not match its prefix.
+//
+// With sliding-window layers (layer groups with tables of their own), the model also knows
+// where each sequence's last MarkComputed left its window: a window table must hold exactly
+// the blocks from that window's first one on (the rows before it are gone: TokenRow gives
+// nullptr), and a sequence never holds more blocks than the ledger's bound.
 #include <map>
 #include <random>
 #include <set>
 #include <span>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kvcache/kv_cache.h"
 #include "kvcache/kv_codec.h"
@@ -23,14 +30,16 @@ struct Params {
   int block_size;
   bool prefix;
   uint32_t seed;
+  std::vector<int> windows;  // per layer (0: full); empty: one full-attention layer
 };
 
 class KvCacheProperty : public ::testing::TestWithParam<Params> {};
 
-// The "K/V" of token pos: a hash of tokens [0, pos] and the position, exact in float32.
-std::vector<float> ExpectedRows(const std::vector<int32_t>& tokens) {
+// The "K/V" of token pos in a layer: a hash of the layer and tokens [0, pos], and the
+// position, exact in float32.
+std::vector<float> ExpectedRows(const std::vector<int32_t>& tokens, int layer) {
   std::vector<float> rows;
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 1469598103934665603ull + static_cast<uint64_t>(layer) * 7919;
   for (size_t pos = 0; pos < tokens.size(); ++pos) {
     h = (h ^ static_cast<uint32_t>(tokens[pos])) * 1099511628211ull;
     rows.push_back(static_cast<float>(h % (1u << 20)));
@@ -41,13 +50,13 @@ std::vector<float> ExpectedRows(const std::vector<int32_t>& tokens) {
 
 struct Snapshot {
   std::string report;
-  std::map<SeqId, std::vector<int32_t>> tables;
+  std::map<SeqId, std::vector<std::vector<int32_t>>> tables;
   int64_t free_blocks;
   bool operator==(const Snapshot&) const = default;
 };
 
-// One run: the cache, the plain model of what it must hold (each live sequence's tokens),
-// and the seeded choices.
+// One run: the cache, the plain model of what it must hold (each live sequence's tokens and
+// the position its last MarkComputed reached), and the seeded choices.
 class PropertyRun {
  public:
   PropertyRun(KvCache& cache, const Params& p, const KvCacheConfig& c)
@@ -73,12 +82,10 @@ class PropertyRun {
         const SeqId id = RandomLive();
         cache_.Free(id);
         model_.erase(id);
+        from_.erase(id);
       } else if (!model_.empty()) {  // mark part of a sequence computed
         const SeqId id = RandomLive();
-        const auto computed =
-            std::span<const int32_t>(model_[id])
-                .first(static_cast<size_t>(Uniform(0, static_cast<int>(model_[id].size()))));
-        cache_.MarkComputed(id, computed);
+        MarkComputed(id, static_cast<size_t>(Uniform(0, static_cast<int>(model_[id].size()))));
       }
       Check(step);
       if (::testing::Test::HasFatalFailure()) return;
@@ -89,10 +96,13 @@ class PropertyRun {
   void FreeAll(int step) {
     for (const auto& [id, t] : model_) cache_.Free(id);
     model_.clear();
+    from_.clear();
     Check(step);
   }
 
   int64_t prefix_hits = 0, exhausted = 0, cow_forks = 0;
+  int64_t window_hits = 0;  // prefix hits past a window (a window table starting with gaps)
+  int64_t let_go = 0;       // table entries found let go by a window
 
  private:
   int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
@@ -106,22 +116,48 @@ class PropertyRun {
     std::advance(it, Uniform(0, static_cast<int>(model_.size()) - 1));
     return it->first;
   }
+  int n_layers() const { return c_.n_layers; }
+  // The window the cache must apply to a layer's table: a paged cache lets blocks go for
+  // windows shorter than max_model_len; otherwise the layer keeps every block.
+  int TableWindow(int layer) const {
+    const int w = p_.windows.empty() ? 0 : p_.windows[static_cast<size_t>(layer)];
+    return p_.layout == KvLayout::kPaged && w < c_.max_model_len ? w : 0;
+  }
+  // The first position the layer's table still holds: the block of the window's first
+  // position for the next query (at from_[id]).
+  int64_t FirstHeld(SeqId id, int layer) {
+    const int w = TableWindow(layer);
+    if (w == 0) return 0;
+    return std::max<int64_t>(0, from_[id] - w + 1) / bs_ * bs_;
+  }
+
+  void MarkComputed(SeqId id, size_t n) {
+    cache_.MarkComputed(id, std::span<const int32_t>(model_[id]).first(n));
+    from_[id] = std::max<int64_t>(from_[id], static_cast<int64_t>(n));
+  }
 
   Snapshot Take() const {
     Snapshot s{cache_.Report().ToJson(), {}, cache_.NumFreeBlocks()};
     for (const auto& [id, t] : model_) {
-      s.tables[id].assign(cache_.BlockTable(id).begin(), cache_.BlockTable(id).end());
+      for (int table = 0; table < cache_.num_tables(); ++table) {
+        const auto b = cache_.BlockTable(id, table);
+        s.tables[id].emplace_back(b.begin(), b.end());
+      }
     }
     return s;
   }
 
-  // The engine's part: rows of the tokens from `from` on written as their prefix's hash.
+  // The engine's part: rows of the tokens from `from` on written, in every layer, as their
+  // prefix's hash.
   void WriteRows(SeqId id, size_t from) {
-    const std::vector<float> rows = ExpectedRows(model_[id]);
-    for (size_t pos = from; pos < model_[id].size(); ++pos) {
-      for (int kv = 0; kv < 2; ++kv) {
-        KvEncodeRow(KvDtype::kF32, &rows[2 * pos],
-                    cache_.TokenRow(id, static_cast<int>(pos), 0, kv), 2);
+    for (int l = 0; l < n_layers(); ++l) {
+      const std::vector<float> rows = ExpectedRows(model_[id], l);
+      for (size_t pos = from; pos < model_[id].size(); ++pos) {
+        for (int kv = 0; kv < 2; ++kv) {
+          uint8_t* row = cache_.TokenRow(id, static_cast<int>(pos), l, kv);
+          ASSERT_NE(row, nullptr) << "seq " << id << " pos " << pos << " layer " << l;
+          KvEncodeRow(KvDtype::kF32, &rows[2 * pos], row, 2);
+        }
       }
     }
   }
@@ -151,7 +187,7 @@ class PropertyRun {
     const size_t from = model_[id].size();
     model_[id].insert(model_[id].end(), tokens.begin(), tokens.end());
     WriteRows(id, from);
-    if (Uniform(0, 2) != 0) cache_.MarkComputed(id, model_[id]);
+    if (Uniform(0, 2) != 0) MarkComputed(id, model_[id].size());
     return s;
   }
 
@@ -179,11 +215,14 @@ class PropertyRun {
     }
     prefix_hits += m > 0;
     model_[id].assign(prompt.begin(), prompt.begin() + m);
+    from_[id] = m;
+    for (int l = 0; l < n_layers(); ++l) window_hits += FirstHeld(id, l) > 0;
     Check(step);
     const absl::Status s = Append(id, std::vector<int32_t>(prompt.begin() + m, prompt.end()));
     if (!s.ok() && Uniform(0, 1)) {  // admission failed: give up on this sequence
       cache_.Free(id);
       model_.erase(id);
+      from_.erase(id);
     }
   }
 
@@ -199,10 +238,11 @@ class PropertyRun {
     }
     ASSERT_TRUE(s.ok()) << s;
     model_[child] = model_[parent];
+    from_[child] = from_[parent];
     cow_forks += model_[child].size() % static_cast<size_t>(bs_) != 0;
   }
 
-  // Each live sequence's table and rows; reference counts, fill and the report's figures.
+  // Each live sequence's tables and rows; reference counts, fill and the report's figures.
   void Check(int step) {
     SCOPED_TRACE(::testing::Message() << "step " << step);
     ASSERT_TRUE(cache_.CheckInvariants().ok()) << cache_.CheckInvariants();
@@ -226,33 +266,74 @@ class PropertyRun {
     ASSERT_EQ(r.tokens_stored, stored);
     ASSERT_EQ(r.slots_allocated, r.blocks_used * bs_);
     ASSERT_EQ(r.fragmentation, r.slots_allocated - r.tokens_stored);
-    ASSERT_EQ(r.bytes_used, static_cast<uint64_t>(stored) * cache_.bytes_per_token());
+    ASSERT_EQ(r.slot_bytes * static_cast<uint64_t>(bs_), cache_.block_bytes());
+    ASSERT_EQ(r.bytes_used, static_cast<uint64_t>(stored) * r.slot_bytes);
+    int64_t group_blocks = 0, group_tokens = 0;
+    for (const GroupOccupancy& g : r.groups) {
+      group_blocks += g.blocks_used;
+      group_tokens += g.tokens_stored;
+    }
+    ASSERT_EQ(group_blocks, r.blocks_used);
+    ASSERT_EQ(group_tokens, r.tokens_stored);
     ASSERT_EQ(r.seqs.size(), model_.size());
+  }
+
+  // A layer's rows: gone before the window's first held block, its prefix's hash after.
+  void CheckRows(SeqId id, const std::vector<int32_t>& tokens, int layer) {
+    const std::vector<float> rows = ExpectedRows(tokens, layer);
+    const int64_t first = FirstHeld(id, layer);
+    for (int64_t pos = 0; pos < static_cast<int64_t>(tokens.size()); ++pos) {
+      for (int kv = 0; kv < 2; ++kv) {
+        const uint8_t* row = cache_.TokenRow(id, static_cast<int>(pos), layer, kv);
+        if (pos < first) {
+          ASSERT_EQ(row, nullptr) << "seq " << id << " pos " << pos << " layer " << layer;
+          continue;
+        }
+        ASSERT_NE(row, nullptr) << "seq " << id << " pos " << pos << " layer " << layer;
+        float got[2];
+        KvDecodeRange(KvDtype::kF32, row, 2, 0, 2, got);
+        ASSERT_EQ(got[0], rows[2 * pos]) << "seq " << id << " pos " << pos << " layer " << layer;
+        ASSERT_EQ(got[1], rows[2 * pos + 1]) << "seq " << id << " pos " << pos;
+      }
+    }
   }
 
   void CheckSequence(SeqId id, const std::vector<int32_t>& tokens, std::map<int32_t, int>* refs,
                      std::map<int32_t, int64_t>* fill) {
     ASSERT_EQ(cache_.num_tokens(id), static_cast<int>(tokens.size()));
-    const auto table = cache_.BlockTable(id);
     const int64_t n = static_cast<int64_t>(tokens.size());
-    ASSERT_EQ(static_cast<int64_t>(table.size()), (n + bs_ - 1) / bs_);
-    if (p_.layout == KvLayout::kPaged) {
-      ASSERT_LT(static_cast<int64_t>(table.size()) * bs_ - n, bs_);
-    }
-    for (size_t k = 0; k < table.size(); ++k) {
-      ++(*refs)[table[k]];
-      (*fill)[table[k]] =
-          std::max<int64_t>((*fill)[table[k]], std::min<int64_t>(bs_, n - (int64_t)k * bs_));
-    }
-    const std::vector<float> rows = ExpectedRows(tokens);
-    for (int64_t pos = 0; pos < n; ++pos) {
-      for (int kv = 0; kv < 2; ++kv) {
-        float got[2];
-        KvDecodeRange(KvDtype::kF32, cache_.TokenRow(id, static_cast<int>(pos), 0, kv), 2, 0, 2,
-                      got);
-        ASSERT_EQ(got[0], rows[2 * pos]) << "seq " << id << " pos " << pos << " kv " << kv;
-        ASSERT_EQ(got[1], rows[2 * pos + 1]) << "seq " << id << " pos " << pos;
+    for (int l = 0; l < n_layers(); ++l) {
+      const auto table = cache_.LayerBlockTable(id, l);
+      ASSERT_EQ(static_cast<int64_t>(table.size()), (n + bs_ - 1) / bs_);
+      if (p_.layout == KvLayout::kPaged) {
+        ASSERT_LT(static_cast<int64_t>(table.size()) * bs_ - n, bs_);
       }
+      for (int64_t k = 0; k < static_cast<int64_t>(table.size()); ++k) {
+        ASSERT_EQ(table[static_cast<size_t>(k)] == kNoBlock, k * bs_ < FirstHeld(id, l))
+            << "seq " << id << " layer " << l << " block " << k;
+      }
+      ASSERT_NO_FATAL_FAILURE(CheckRows(id, tokens, l));
+    }
+    int64_t held = 0;
+    for (int t = 0; t < cache_.num_tables(); ++t) {
+      const auto table = cache_.BlockTable(id, t);
+      for (size_t k = 0; k < table.size(); ++k) {
+        if (table[k] == kNoBlock) {
+          ++let_go;
+          continue;
+        }
+        ++held;
+        ++(*refs)[table[k]];
+        (*fill)[table[k]] =
+            std::max<int64_t>((*fill)[table[k]], std::min<int64_t>(bs_, n - (int64_t)k * bs_));
+      }
+    }
+    // The ledger's figures: never more than the bound for a step of n - from_ positions, and
+    // exactly BlocksHeld once the sequence's every position is computed.
+    const KvLayerGroups& g = cache_.layer_groups();
+    ASSERT_LE(held, g.MaxBlocksPerSequence(n, bs_, n - from_[id])) << "seq " << id;
+    if (from_[id] == n) {
+      ASSERT_EQ(held, g.BlocksHeld(n, bs_)) << "seq " << id;
     }
   }
 
@@ -262,6 +343,7 @@ class PropertyRun {
   const int bs_;
   std::mt19937 rng_;
   std::map<SeqId, std::vector<int32_t>> model_;  // live sequences' tokens
+  std::map<SeqId, int64_t> from_;                // where MarkComputed (or a prefix hit) got to
   SeqId next_id_ = 1;
   std::vector<std::vector<int32_t>> stems_ = std::vector<std::vector<int32_t>>(3);
 };
@@ -269,7 +351,8 @@ class PropertyRun {
 TEST_P(KvCacheProperty, RandomOperationsKeepInvariants) {
   const Params p = GetParam();
   KvCacheConfig c;
-  c.n_layers = 1;
+  c.n_layers = p.windows.empty() ? 1 : static_cast<int>(p.windows.size());
+  c.layer_windows = p.windows;
   c.n_kv_heads = 1;
   c.head_dim = 2;
   c.dtype = KvDtype::kF32;
@@ -277,8 +360,10 @@ TEST_P(KvCacheProperty, RandomOperationsKeepInvariants) {
   c.block_size = p.block_size;
   c.max_model_len = p.layout == KvLayout::kPaged ? 96 : 48;
   c.max_num_seqs = 6;
-  c.num_blocks = p.layout == KvLayout::kPaged ? 240 / p.block_size : 4;
   c.prefix_caching = p.prefix;
+  // About 2.5 sequences of max_model_len in every table: enough to run out now and then.
+  const int tables = KvLayerGroupsFor(c).num_tables();
+  c.num_blocks = p.layout == KvLayout::kPaged ? 240 / p.block_size * (2 + tables) / 3 : 4;
   auto created = KvCache::Create(c);
   ASSERT_TRUE(created.ok()) << created.status();
   KvCache& cache = **created;
@@ -296,15 +381,32 @@ TEST_P(KvCacheProperty, RandomOperationsKeepInvariants) {
   if (p.prefix) {
     EXPECT_GT(run.prefix_hits, 0);
   }
+  if (cache.layer_groups().has_windows()) {
+    EXPECT_GT(run.let_go, 0) << "no window ever let a block go";
+    if (p.prefix) {
+      EXPECT_GT(run.window_hits, 0) << "no prefix hit reached past a window";
+    }
+  } else {
+    EXPECT_EQ(run.let_go, 0);
+  }
 }
+
+// Layer windows: none (one layer, one table); three groups of one table per layer (full,
+// window 24 on two layers, window 40); and blocks of two layers (four full layers, two of them
+// with a window past max_model_len 96, which lets nothing go, and two with window 20).
+const std::vector<std::vector<int>> kWindows = {{}, {24, 0, 24, 40}, {0, 0, 20, 20, 100, 100}};
 
 std::vector<Params> AllParams() {
   std::vector<Params> out;
   for (uint32_t seed = 1; seed <= 3; ++seed) {
-    for (int bs : {8, 16}) {
-      for (bool prefix : {true, false}) out.push_back({KvLayout::kPaged, bs, prefix, seed});
+    for (const std::vector<int>& w : kWindows) {
+      for (int bs : {8, 16}) {
+        for (bool prefix : {true, false}) out.push_back({KvLayout::kPaged, bs, prefix, seed, w});
+      }
     }
-    out.push_back({KvLayout::kContiguous, 16, false, seed});
+    // Contiguous: every layer keeps its whole block (windows only mask).
+    out.push_back({KvLayout::kContiguous, 16, false, seed, {}});
+    out.push_back({KvLayout::kContiguous, 16, false, seed, kWindows[1]});
   }
   return out;
 }
@@ -312,9 +414,11 @@ std::vector<Params> AllParams() {
 INSTANTIATE_TEST_SUITE_P(Seeds, KvCacheProperty, ::testing::ValuesIn(AllParams()),
                          [](const testing::TestParamInfo<Params>& info) {
                            const Params& p = info.param;
-                           return std::string(KvLayoutName(p.layout)) + "_bs" +
-                                  std::to_string(p.block_size) + (p.prefix ? "_prefix" : "") +
-                                  "_seed" + std::to_string(p.seed);
+                           std::string windows = p.windows.empty() ? "" : "_windows";
+                           for (int w : p.windows) absl::StrAppend(&windows, "_", w);
+                           return absl::StrCat(std::string(KvLayoutName(p.layout)), "_bs",
+                                               p.block_size, p.prefix ? "_prefix" : "", windows,
+                                               "_seed", p.seed);
                          });
 
 }  // namespace
