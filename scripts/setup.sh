@@ -12,7 +12,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 # libedit-dev: line editing and history in `pagedinfer chat` (BSD licence, unlike readline).
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libgtest-dev libgmock-dev
   googletest libbenchmark-dev libboost-dev nlohmann-json3-dev libedit-dev
-  python3-jinja2)  # python3-jinja2: the reference the chat-template interpreter is tested against
+  python3-jinja2  # python3-jinja2: the reference the chat-template interpreter is tested against
+  jq)  # jq: the report scripts (bench_report.sh, bench_serve_report.sh) and the latter's test
 # node + npm for the server's OpenAI-client test; skipped when a node install (NodeSource's
 # nodejs bundles npm) is already on the PATH, since Debian's npm would conflict with it.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

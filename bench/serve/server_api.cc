@@ -1,5 +1,9 @@
 #include "bench/serve/server_api.h"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/serve/client.h"
@@ -33,6 +37,32 @@ absl::StatusOr<std::string> FirstModelId(const BaseUrl& url, const std::string& 
   }
   return absl::FailedPreconditionError(
       absl::StrCat("GET ", url.Under("/models"), " lists no model id; pass --model"));
+}
+
+absl::Status WaitUntilReady(const BaseUrl& url, const std::string& api_key, double timeout_s,
+                            double poll_s) {
+  using Clock = std::chrono::steady_clock;
+  const std::string target = url.Under("/models");
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(std::max(0.0, timeout_s)));
+  std::string last;
+  while (true) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    auto reply = HttpCall(url, target, "", api_key, std::clamp(left, 0.1, 10.0));
+    if (reply.ok() && reply->status == 200) return absl::OkStatus();
+    if (reply.ok() && (reply->status == 401 || reply->status == 403 || reply->status == 404)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("GET ", target, ": ", HttpErrorText(reply->status, reply->body)));
+    }
+    last = reply.ok() ? HttpErrorText(reply->status, reply->body)
+                      : std::string(reply.status().message());
+    if (Clock::now() + std::chrono::duration<double>(poll_s) >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("the server at ", url.ToString(),
+                                                  " was not ready within ", timeout_s, " s (GET ",
+                                                  target, ": ", last, ")"));
 }
 
 absl::StatusOr<std::vector<int32_t>> ParseTokenizeReply(const std::string& body) {

@@ -15,6 +15,13 @@ namespace pinfer::bench_serve {
 // The first model /v1/models lists.
 absl::StatusOr<std::string> FirstModelId(const BaseUrl& url, const std::string& api_key);
 
+// Waits until GET /v1/models answers 200 (a server still loading refuses connections or
+// answers 503), polling every poll_s, for at most timeout_s seconds (vLLM's
+// --ready-check-timeout-sec). DeadlineExceeded with the last answer or error when it never
+// did; FailedPrecondition at once for a 401/403/404 (waiting would not change them).
+absl::Status WaitUntilReady(const BaseUrl& url, const std::string& api_key, double timeout_s,
+                            double poll_s = 1.0);
+
 // /tokenize beside the base URL's /v1 (a base path ending in /v1 loses it). Its calls fail
 // with NotFound when the server has no /tokenize.
 TokenizeFn ServerTokenizer(const BaseUrl& url, const std::string& api_key);

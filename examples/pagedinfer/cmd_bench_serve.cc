@@ -38,7 +38,7 @@ struct Flags {
   bool summarize = false;
   std::string plot, title = "bench-serve";
   bool no_ignore_eos = false, ignore_eos_flag = false, no_progress = false, detailed = false;
-  double temperature = 0, request_timeout = 600;
+  double temperature = 0, request_timeout = 600, ready_timeout = 0;
 };
 
 void Register(Args& a, Flags& f) {
@@ -70,6 +70,9 @@ void Register(Args& a, Flags& f) {
   a.AddSwitch("--no-ignore-eos", &f.no_ignore_eos, "let outputs end at end-of-sequence");
   a.Add("--request-timeout", &f.request_timeout,
         "seconds a connect or a silent stream may take before the request fails");
+  a.Add("--ready-check-timeout-sec", &f.ready_timeout,
+        "first wait up to this many seconds for GET /v1/models to answer 200 (a server still "
+        "loading); 0: do not wait");
   a.Add("--metric-percentiles", &f.percentiles, "percentiles reported, e.g. 50,90,99");
   a.Add("-o,--output", &f.format, "text (vLLM's result block) or json, on stdout");
   a.Add("--result-file", &f.result_file, "also write the JSON result to FILE");
@@ -192,6 +195,9 @@ absl::Status Check(const Flags& f, Checked* c) {
   }
   if (f.max_concurrency < 0) return absl::InvalidArgumentError("--max-concurrency must be >= 0");
   if (!(f.request_timeout > 0)) return absl::InvalidArgumentError("--request-timeout must be > 0");
+  if (!(f.ready_timeout >= 0)) {
+    return absl::InvalidArgumentError("--ready-check-timeout-sec must be >= 0");
+  }
   auto rate = ParseRequestRate(f.request_rate);
   if (!rate.ok()) return rate.status();
   c->rate = *rate;
@@ -225,6 +231,11 @@ int BenchServeMain(int argc, char** argv) {
   Checked c;
   if (absl::Status s = Check(f, &c); !s.ok()) return Fail(s, 2);
   ClientOptions& o = c.options;
+  if (f.ready_timeout > 0) {
+    if (absl::Status s = WaitUntilReady(o.url, o.api_key, f.ready_timeout); !s.ok()) {
+      return Fail(s);
+    }
+  }
   if (o.model.empty()) {
     auto id = FirstModelId(o.url, o.api_key);
     if (!id.ok()) return Fail(id.status());

@@ -1,8 +1,10 @@
 // A test double for bench-serve's client tests: a tiny OpenAI-shaped HTTP server on a free
 // 127.0.0.1 port (plain POSIX sockets, a thread per connection) whose answer to each
 // completion is chosen by the test: a normal stream, a refusal (503 or 429), a stream cut
-// mid-way, an error event mid-stream, or silence. It also answers GET /v1/models and POST
-// /tokenize (one token per word after a BOS of 1), so the client's setup calls can be tested.
+// mid-way, an error event mid-stream, or silence. It also answers GET /v1/models (with 503
+// "Loading model" the first set_loading(k) times, as llama-server does while it loads) and
+// POST /tokenize (one token per word after a BOS of 1), so the client's setup calls can be
+// tested.
 // It is not a server to benchmark: it generates nothing.
 #pragma once
 
@@ -60,6 +62,8 @@ class FakeOpenAiServer {
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
   int completions() const { return completions_; }
+  int model_lists() const { return model_lists_; }  // GET /v1/models answered, 503s included
+  void set_loading(int k) { loading_ = k; }
   std::vector<std::string> bodies() {
     std::lock_guard<std::mutex> l(mu_);
     return bodies_;
@@ -132,6 +136,11 @@ class FakeOpenAiServer {
   }
   void Answer(int fd, const std::string& head, const std::string& body) {
     if (head.rfind("GET /v1/models", 0) == 0) {
+      if (model_lists_++ < loading_) {
+        Send(fd, Json(503, R"({"error":{"message":"Loading model","type":"unavailable_error",)"
+                           R"("code":503}})"));
+        return;
+      }
       Send(fd, Json(200, R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})"));
       return;
     }
@@ -184,6 +193,7 @@ class FakeOpenAiServer {
   int listen_fd_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> completions_{0};
+  std::atomic<int> model_lists_{0}, loading_{0};
   std::thread acceptor_;
   std::mutex mu_;
   std::vector<std::thread> conns_;   // guarded by mu_

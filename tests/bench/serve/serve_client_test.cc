@@ -154,5 +154,26 @@ TEST(ServeClient, ModelIdAndTokenizerFromTheServer) {
   EXPECT_FALSE(ParseTokenizeReply(R"({"ids":[1]})").ok());
 }
 
+TEST(ServeClient, ReadyCheckWaitsForTheModelList) {
+  FakeOpenAiServer fake([](int) { return FakeAnswer::kStream; });
+  fake.set_loading(3);  // three 503 "Loading model" answers, then 200
+  const BaseUrl url = *ParseBaseUrl(fake.url());
+  EXPECT_TRUE(WaitUntilReady(url, "", /*timeout_s=*/30, /*poll_s=*/0.01).ok());
+  EXPECT_EQ(fake.model_lists(), 4);
+
+  FakeOpenAiServer loading([](int) { return FakeAnswer::kStream; });
+  loading.set_loading(1000000);
+  absl::Status late = WaitUntilReady(*ParseBaseUrl(loading.url()), "", 0.2, 0.01);
+  EXPECT_EQ(late.code(), absl::StatusCode::kDeadlineExceeded) << late;
+  EXPECT_NE(late.message().find("HTTP 503"), std::string::npos) << late;
+  EXPECT_NE(late.message().find("Loading model"), std::string::npos) << late;
+
+  BaseUrl closed = url;
+  closed.port = "1";  // nothing listens on port 1
+  absl::Status down = WaitUntilReady(closed, "", 0.2, 0.01);
+  EXPECT_EQ(down.code(), absl::StatusCode::kDeadlineExceeded) << down;
+  EXPECT_NE(down.message().find("cannot connect"), std::string::npos) << down;
+}
+
 }  // namespace
 }  // namespace pinfer::bench_serve
