@@ -67,6 +67,7 @@ stop_server() {
   server_pid=""
 }
 trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM  # through the EXIT trap: the server goes down with the script
 
 kv_per_token=$("$BIN" plan -m "$MODEL" --memory 64GiB --kv-dtype f16 --json | jq .kv_bytes_per_token)
 kv_bytes=$((CTX * kv_per_token))
