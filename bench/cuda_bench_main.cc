@@ -78,107 +78,117 @@ double CopyGbs() {
   return 2.0 * copy_bytes / (copy_ms * 1e6);
 }
 
+// The decode GEMV on one [rows x cols] matrix of type t (every row the same quantized row),
+// in both lane layouts for block types, for 1 and 16 tokens.
+void BenchGemv(GgmlType t, int64_t rows, int64_t cols, const float* x, float* y, double copy_gbs) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> f(cols);
+  for (float& v : f) v = u(rng);
+  const size_t rb = GgmlRowBytes(t, cols);
+  std::vector<uint8_t> row(rb), host(rb * rows);
+  QuantizeRow(t, f.data(), row.data(), cols);
+  for (int64_t r = 0; r < rows; ++r) std::copy(row.begin(), row.end(), host.begin() + r * rb);
+  uint8_t* w;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&w), host.size()));
+  CHECK_CUDA(cudaMemcpy(w, host.data(), host.size(), cudaMemcpyHostToDevice));
+  cuda::DeviceMatrix dm{static_cast<int>(t), rows, cols, rb, w};
+  // Block types in both GEMV lane layouts (kernels.h): "units" rows are the alternative.
+  const bool block_type = t != GgmlType::kF16;
+  for (cuda::GemvLayout layout : {cuda::GemvLayout::kGroups, cuda::GemvLayout::kUnits}) {
+    if (!block_type && layout == cuda::GemvLayout::kUnits) continue;
+    cuda::SetGemvLayout(layout);
+    const char* suffix = layout == cuda::GemvLayout::kUnits ? "_units" : "";
+    for (int n : {1, 16}) {
+      const double ms =
+          TimeMs([&] { CHECK_CUDA(cuda::LaunchGemv(dm, x, n, y, rows, nullptr)); }, 50);
+      const double gbs = (host.size() + 4.0 * n * (cols + rows)) / (ms * 1e6);
+      std::printf("gemv %-6s%-6s %lldx%lld n=%-2d %10.1f %10.0f %7.0f%%\n",
+                  std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, static_cast<long long>(rows),
+                  static_cast<long long>(cols), n, ms * 1e3, gbs, 100 * gbs / copy_gbs);
+      std::printf("RESULT kernel name=gemv_%s%s_n%d us=%.1f gbs=%.1f pct=%.1f\n",
+                  std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
+                  100 * gbs / copy_gbs);
+    }
+  }
+  cuda::SetGemvLayout(cuda::GemvLayout::kGroups);
+  cudaFree(w);
+}
+
+// Decode attention for `seqs` sequences of ctx positions, 32 heads (8 KV heads) x head_dim
+// 128 in KV format kvd, split over the context as the backend does (split: the scratch).
+void BenchAttention(int kvd, int ctx, int seqs, float* split, int splits, double copy_gbs) {
+  const int heads = 32, kvh = 8, hd = 128, bs = 16, kv_dim = kvh * hd;
+  const size_t row = kvd == cuda::kKF16 ? 2 * kv_dim : kv_dim / 32 * 34;
+  const int blocks_per = ctx / bs;
+  const size_t block_bytes = 2 * bs * row;  // one layer
+  uint8_t* pool;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool), block_bytes * seqs * blocks_per));
+  CHECK_CUDA(cudaMemset(pool, 0, block_bytes * seqs * blocks_per));
+  std::vector<int32_t> tables(seqs * blocks_per), start(seqs), pos(seqs, ctx - 1);
+  for (int i = 0; i < seqs * blocks_per; ++i) tables[i] = i;
+  for (int s = 0; s < seqs; ++s) start[s] = s * blocks_per;
+  int32_t *dt, *ds, *dp;
+  float *q, *o;
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dt), tables.size() * 4));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&ds), seqs * 4));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dp), seqs * 4));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&q), seqs * heads * hd * 4));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&o), seqs * heads * hd * 4));
+  CHECK_CUDA(cudaMemset(q, 0, seqs * heads * hd * 4));
+  CHECK_CUDA(cudaMemcpy(dt, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(ds, start.data(), seqs * 4, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dp, pos.data(), seqs * 4, cudaMemcpyHostToDevice));
+  cuda::KvLayerView kv;
+  kv.dtype = kvd;
+  kv.base = pool;
+  kv.block_bytes = block_bytes;
+  kv.row_bytes = row;
+  kv.block_size = bs;
+  kv.v_offset = bs * row;
+  kv.kv_dim = kv_dim;
+  const double ms = TimeMs(
+      [&] {
+        CHECK_CUDA(cuda::LaunchAttention(kv, q, seqs, heads, kvh, hd, 0.088f, dt, ds, dp, o,
+                                         nullptr, split, splits));
+      },
+      20);
+  const double gbs = (2.0 * row * ctx * seqs) / (ms * 1e6);
+  const char* kv_name = kvd == cuda::kKF16 ? "f16" : "q8_0";
+  std::printf("attention %-4s %2d seqs ctx=%-4d %9.1f %10.0f %7.0f%%\n", kv_name, seqs, ctx,
+              ms * 1e3, gbs, 100 * gbs / copy_gbs);
+  std::printf("RESULT kernel name=attention_%s_b%d_ctx%d us=%.1f gbs=%.1f pct=%.1f\n", kv_name,
+              seqs, ctx, ms * 1e3, gbs, 100 * gbs / copy_gbs);
+  cudaFree(pool), cudaFree(dt), cudaFree(ds), cudaFree(dp), cudaFree(q), cudaFree(o);
+}
+
 int Kernels() {
   const double copy_gbs = CopyGbs();
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n\n", copy_gbs);
   std::printf("RESULT copy gbs=%.1f\n", copy_gbs);
   std::printf("%-28s %10s %10s %8s\n", "kernel", "us", "GB/s", "of copy");
   const int64_t rows = Quick() ? 96 : 11008, cols = Quick() ? 512 : 4096;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> f(cols);
-  for (float& x : f) x = u(rng);
   float *x, *y;
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&x), 16 * cols * 4));
   CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&y), 16 * rows * 4));
   CHECK_CUDA(cudaMemset(x, 0, 16 * cols * 4));
   for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
                      GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
-    const size_t rb = GgmlRowBytes(t, cols);
-    std::vector<uint8_t> row(rb), host(rb * rows);
-    QuantizeRow(t, f.data(), row.data(), cols);
-    for (int64_t r = 0; r < rows; ++r) std::copy(row.begin(), row.end(), host.begin() + r * rb);
-    uint8_t* w;
-    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&w), host.size()));
-    CHECK_CUDA(cudaMemcpy(w, host.data(), host.size(), cudaMemcpyHostToDevice));
-    cuda::DeviceMatrix dm{static_cast<int>(t), rows, cols, rb, w};
-    // Block types in both GEMV lane layouts (kernels.h): "units" rows are the alternative.
-    const bool block_type = t != GgmlType::kF16;
-    for (cuda::GemvLayout layout : {cuda::GemvLayout::kGroups, cuda::GemvLayout::kUnits}) {
-      if (!block_type && layout == cuda::GemvLayout::kUnits) continue;
-      cuda::SetGemvLayout(layout);
-      const char* suffix = layout == cuda::GemvLayout::kUnits ? "_units" : "";
-      for (int n : {1, 16}) {
-        const double ms =
-            TimeMs([&] { CHECK_CUDA(cuda::LaunchGemv(dm, x, n, y, rows, nullptr)); }, 50);
-        const double gbs = (host.size() + 4.0 * n * (cols + rows)) / (ms * 1e6);
-        std::printf("gemv %-6s%-6s %lldx%lld n=%-2d %10.1f %10.0f %7.0f%%\n",
-                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix,
-                    static_cast<long long>(rows), static_cast<long long>(cols), n, ms * 1e3, gbs,
-                    100 * gbs / copy_gbs);
-        std::printf("RESULT kernel name=gemv_%s%s_n%d us=%.1f gbs=%.1f pct=%.1f\n",
-                    std::string(GgmlTypeInfoOf(t).name).c_str(), suffix, n, ms * 1e3, gbs,
-                    100 * gbs / copy_gbs);
-      }
-    }
-    cuda::SetGemvLayout(cuda::GemvLayout::kGroups);
-    cudaFree(w);
+    BenchGemv(t, rows, cols, x, y, copy_gbs);
   }
-  // Decode attention as a decode step runs it (split over the context, as many splits as
-  // the backend takes on this GPU): 1 and 16 sequences x 32 heads (8 KV heads) x head_dim 128.
+  // Decode attention as a decode step runs it (as many splits as the backend takes on this
+  // GPU): 1 and 16 sequences.
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   const int splits = cuda::AttentionMaxSplits(32, prop.multiProcessorCount);
+  const size_t split_bytes = cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float);
   float* split = nullptr;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split),
-                        cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
-  CHECK_CUDA(cudaMemset(split, 0, cuda::AttentionSplitFloats(16, 32, 128, splits) * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&split), split_bytes));
+  CHECK_CUDA(cudaMemset(split, 0, split_bytes));
   for (int kvd : {cuda::kKF16, cuda::kKQ8_0}) {
-    for (int ctx : Quick() ? std::vector<int>{64} : std::vector<int>{512, 4096})
-      for (int seqs : {1, 16}) {
-        const int heads = 32, kvh = 8, hd = 128, bs = 16, kv_dim = kvh * hd;
-        const size_t row = kvd == cuda::kKF16 ? 2 * kv_dim : kv_dim / 32 * 34;
-        const int blocks_per = ctx / bs;
-        const size_t block_bytes = 2 * bs * row;  // one layer
-        uint8_t* pool;
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&pool), block_bytes * seqs * blocks_per));
-        CHECK_CUDA(cudaMemset(pool, 0, block_bytes * seqs * blocks_per));
-        std::vector<int32_t> tables(seqs * blocks_per), start(seqs), pos(seqs, ctx - 1);
-        for (int i = 0; i < seqs * blocks_per; ++i) tables[i] = i;
-        for (int s = 0; s < seqs; ++s) start[s] = s * blocks_per;
-        int32_t *dt, *ds, *dp;
-        float *q, *o;
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dt), tables.size() * 4));
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&ds), seqs * 4));
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&dp), seqs * 4));
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&q), seqs * heads * hd * 4));
-        CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&o), seqs * heads * hd * 4));
-        CHECK_CUDA(cudaMemset(q, 0, seqs * heads * hd * 4));
-        CHECK_CUDA(cudaMemcpy(dt, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
-        CHECK_CUDA(cudaMemcpy(ds, start.data(), seqs * 4, cudaMemcpyHostToDevice));
-        CHECK_CUDA(cudaMemcpy(dp, pos.data(), seqs * 4, cudaMemcpyHostToDevice));
-        cuda::KvLayerView kv;
-        kv.dtype = kvd;
-        kv.base = pool;
-        kv.block_bytes = block_bytes;
-        kv.row_bytes = row;
-        kv.block_size = bs;
-        kv.v_offset = bs * row;
-        kv.kv_dim = kv_dim;
-        const double ms = TimeMs(
-            [&] {
-              CHECK_CUDA(cuda::LaunchAttention(kv, q, seqs, heads, kvh, hd, 0.088f, dt, ds, dp, o,
-                                               nullptr, split, splits));
-            },
-            20);
-        const double gbs = (2.0 * row * ctx * seqs) / (ms * 1e6);
-        const char* kv_name = kvd == cuda::kKF16 ? "f16" : "q8_0";
-        std::printf("attention %-4s %2d seqs ctx=%-4d %9.1f %10.0f %7.0f%%\n", kv_name, seqs, ctx,
-                    ms * 1e3, gbs, 100 * gbs / copy_gbs);
-        std::printf("RESULT kernel name=attention_%s_b%d_ctx%d us=%.1f gbs=%.1f pct=%.1f\n",
-                    kv_name, seqs, ctx, ms * 1e3, gbs, 100 * gbs / copy_gbs);
-        cudaFree(pool), cudaFree(dt), cudaFree(ds), cudaFree(dp), cudaFree(q), cudaFree(o);
-      }
+    for (int ctx : Quick() ? std::vector<int>{64} : std::vector<int>{512, 4096}) {
+      for (int seqs : {1, 16}) BenchAttention(kvd, ctx, seqs, split, splits, copy_gbs);
+    }
   }
   cudaFree(split);
   return 0;

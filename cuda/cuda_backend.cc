@@ -4,15 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cuda/carver.h"
 #include "cuda/cuda_check.h"
 #include "cuda/model_support.h"
-#include "engine/cpu/ops.h"
 #include "kvcache/kv_dtype.h"
-#include "loaders/absl_compat.h"
 #include "loaders/ggml_types.h"
 
 namespace pinfer::cuda {
@@ -38,24 +36,7 @@ static_assert(kKF32 == static_cast<int>(KvDtype::kF32) &&
                   kKFp8 == static_cast<int>(KvDtype::kFp8E4M3),
               "kernels.h KV ids must follow KvDtype");
 
-constexpr size_t kAlign = 256;
 constexpr uint64_t kCublasWorkspaceBytes = 32ull << 20;
-
-size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// Lays out named byte ranges in one allocation.
-class Carver {
- public:
-  size_t Take(size_t bytes) {
-    const size_t at = size_;
-    size_ += AlignUp(std::max<size_t>(bytes, 1));
-    return at;
-  }
-  size_t size() const { return size_; }
-
- private:
-  size_t size_ = 0;
-};
 
 }  // namespace
 
@@ -122,130 +103,6 @@ absl::Status CudaBackend::Init(int device) {
   const uint64_t used = free0 > free1 ? free0 - free1 : 0;
   const uint64_t counted = weight_bytes_ + WorkspaceBytes();
   reserve_ = used > counted ? used - counted : 0;
-  return absl::OkStatus();
-}
-
-absl::Status CudaBackend::UploadWeights() {
-  const ModelConfig& c = model_.config();
-  const ModelWeights& w = model_.weights();
-  Carver carve;
-  struct Pending {
-    size_t offset;
-    const void* src;
-    size_t bytes;
-  };
-  std::vector<Pending> copies;
-  std::map<const uint8_t*, size_t> matrix_at;  // tied matrices are uploaded once
-  auto matrix = [&](const WeightMatrix& m, DeviceMatrix* d) -> absl::Status {
-    const int type = static_cast<int>(m.type);
-    if (!WeightTypeSupported(type)) {
-      return absl::UnimplementedError(
-          absl::StrCat("tensor ", m.name, " has storage type ", Sv(GgmlTypeInfoOf(m.type).name),
-                       ", which the CUDA backend does not multiply; use --device cpu"));
-    }
-    const bool flt =
-        m.type == GgmlType::kF32 || m.type == GgmlType::kF16 || m.type == GgmlType::kBF16;
-    if (!flt && m.cols % 8 != 0) {
-      return absl::UnimplementedError(
-          absl::StrCat("tensor ", m.name, " has ", m.cols, " columns, not a multiple of 8"));
-    }
-    d->type = type;
-    d->rows = m.rows;
-    d->cols = m.cols;
-    d->row_bytes = m.row_bytes;
-    d->perm = nullptr;
-    if (!m.input_perm.empty()) {
-      if (static_cast<int64_t>(m.input_perm.size()) != m.cols) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor ", m.name, " has a permutation of ",
-                                                       m.input_perm.size(), " columns, not ",
-                                                       m.cols));
-      }
-      const size_t perm_at = carve.Take(m.input_perm.size() * sizeof(int32_t));
-      copies.push_back({perm_at, m.input_perm.data(), m.input_perm.size() * sizeof(int32_t)});
-      d->perm = reinterpret_cast<const int32_t*>(perm_at + 1);  // +1: tells offset 0 from none
-      permuted_inputs_ = true;
-    }
-    auto it = matrix_at.find(m.data);
-    size_t at;
-    if (it != matrix_at.end()) {
-      at = it->second;
-    } else {
-      at = carve.Take(m.bytes());
-      matrix_at[m.data] = at;
-      copies.push_back({at, m.data, m.bytes()});
-    }
-    d->data = reinterpret_cast<const uint8_t*>(at);  // offset until the pool exists
-    return absl::OkStatus();
-  };
-  auto vec = [&](const std::vector<float>& v, const float** d) {
-    if (v.empty()) {
-      *d = nullptr;
-      return;
-    }
-    const size_t at = carve.Take(v.size() * sizeof(float));
-    copies.push_back({at, v.data(), v.size() * sizeof(float)});
-    *d = reinterpret_cast<const float*>(at + 1);  // +1: tells "absent" (nullptr) from offset 0
-  };
-  PINFER_RETURN_IF_ERROR(matrix(w.tok_embd, &tok_embd_));
-  PINFER_RETURN_IF_ERROR(matrix(w.output, &output_));
-  vec(w.output_norm, &output_norm_);
-  vec(c.rope_freq_factors, &rope_freq_factors_);
-  const std::vector<float> rope_freqs = RopeFrequencies(c.rope_theta, c.head_dim);
-  vec(rope_freqs, &rope_freqs_);
-  layers_.resize(static_cast<size_t>(c.n_layers));
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    Layer& d = layers_[static_cast<size_t>(l)];
-    PINFER_RETURN_IF_ERROR(matrix(L.wq, &d.wq));
-    PINFER_RETURN_IF_ERROR(matrix(L.wk, &d.wk));
-    PINFER_RETURN_IF_ERROR(matrix(L.wv, &d.wv));
-    PINFER_RETURN_IF_ERROR(matrix(L.wo, &d.wo));
-    PINFER_RETURN_IF_ERROR(matrix(L.w_gate, &d.w_gate));
-    PINFER_RETURN_IF_ERROR(matrix(L.w_up, &d.w_up));
-    PINFER_RETURN_IF_ERROR(matrix(L.w_down, &d.w_down));
-    vec(L.attn_norm, &d.attn_norm);
-    vec(L.ffn_norm, &d.ffn_norm);
-    vec(L.bq, &d.bq);
-    vec(L.bk, &d.bk);
-    vec(L.bv, &d.bv);
-    vec(L.q_norm, &d.q_norm);
-    vec(L.k_norm, &d.k_norm);
-  }
-  weight_bytes_ = carve.size();
-  void* pool = nullptr;
-  const cudaError_t err = cudaMalloc(&pool, carve.size());
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "could not allocate ", carve.size(), " bytes of device memory for the weights: ",
-        cudaGetErrorString(err), "; the model does not fit this GPU, use --device cpu"));
-  }
-  weights_ = static_cast<uint8_t*>(pool);
-  for (const Pending& p : copies) {
-    PINFER_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy(weights_ + p.offset, p.src, p.bytes, cudaMemcpyHostToDevice));
-  }
-  // Offsets become device pointers.
-  auto fix_m = [&](DeviceMatrix& d) {
-    d.data = weights_ + reinterpret_cast<size_t>(d.data);
-    if (d.perm) {
-      d.perm = reinterpret_cast<const int32_t*>(weights_ + reinterpret_cast<size_t>(d.perm) - 1);
-    }
-  };
-  auto fix_v = [&](const float*& d) {
-    if (d) d = reinterpret_cast<const float*>(weights_ + reinterpret_cast<size_t>(d) - 1);
-  };
-  fix_m(tok_embd_);
-  fix_m(output_);
-  fix_v(output_norm_);
-  fix_v(rope_freq_factors_);
-  fix_v(rope_freqs_);
-  for (Layer& d : layers_) {
-    for (DeviceMatrix* m : {&d.wq, &d.wk, &d.wv, &d.wo, &d.w_gate, &d.w_up, &d.w_down}) fix_m(*m);
-    for (const float** v : {&d.attn_norm, &d.ffn_norm, &d.bq, &d.bk, &d.bv, &d.q_norm, &d.k_norm}) {
-      fix_v(*v);
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -349,12 +206,12 @@ absl::Status CudaBackend::ReserveLogits(size_t rows) {
 
 absl::StatusOr<std::unique_ptr<KvStorage>> CudaBackend::MakeKvStorage(size_t block_bytes,
                                                                       int64_t num_blocks) {
-  DropGraphs();  // they point into the previous pool
-  auto s = DeviceKvStorage::Create(block_bytes, num_blocks);
-  if (!s.ok()) return s.status();
-  kv_storage_ = s->get();
-  kv_storage_->SetOnDestroy(&kv_storage_);
-  return std::unique_ptr<KvStorage>(std::move(*s));
+  DropGraphs();      // they point into the previous pool
+  kv_pool_.reset();  // the previous pool lives on only as long as a cache still holds it
+  auto pool = DeviceKvPool::Create(block_bytes, num_blocks);
+  if (!pool.ok()) return pool.status();
+  kv_pool_ = std::move(*pool);
+  return SharedKvStorage(kv_pool_);
 }
 
 absl::Status CudaBackend::UploadMeta(size_t table_entries) {
@@ -366,33 +223,18 @@ absl::Status CudaBackend::UploadMeta(size_t table_entries) {
 }
 
 absl::Status CudaBackend::UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded) {
-  const ModelConfig& c = model_.config();
   const int n = batch.size();
   const int bs = cache.block_size();
-  // Validate and size the tables first: growing them must not clobber staged data.
+  // Size the tables first (Forward has validated the batch): growing them must not clobber
+  // staged data.
   table_of_.clear();
   size_t entries = 0;
   for (int t = 0; t < n; ++t) {
-    const int32_t tok = batch.tokens[t];
-    if (tok < 0 || tok >= c.n_vocab) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("token id ", tok, " is outside the vocabulary of ", c.n_vocab));
-    }
     const SeqId seq = batch.seq_ids[t];
-    const int pos = batch.positions[t];
-    if (pos < 0 || pos >= cache.num_tokens(seq)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sequence ", seq, " has no KV slot for position ", pos));
-    }
-    const std::span<const int32_t> table = cache.BlockTable(seq);
-    if (static_cast<size_t>(pos / bs) >= table.size()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("sequence ", seq, "'s block table does not reach position ", pos));
-    }
     // A sequence's tokens are contiguous in a batch, so looking back one entry finds it.
     if (table_of_.empty() || table_of_.back().first != seq) {
       table_of_.push_back({seq, static_cast<int32_t>(entries)});
-      entries += table.size();
+      entries += cache.BlockTable(seq).size();
     }
   }
   PINFER_RETURN_IF_ERROR(ReserveTables(std::max<size_t>(entries, 1)));
@@ -426,10 +268,15 @@ absl::Status CudaBackend::UploadStep(const ForwardBatch& batch, const KvCache& c
   return UploadMeta(std::max<size_t>(entries, 1));
 }
 
+bool CudaBackend::HoldsPoolOf(const KvCache& cache) const {
+  return kv_pool_ != nullptr && kv_pool_->block_bytes() == cache.block_bytes() &&
+         kv_pool_->num_blocks() == cache.num_blocks();
+}
+
 KvLayerView CudaBackend::ViewOf(const KvCache& cache) const {
   KvLayerView kv;
   kv.dtype = static_cast<int>(cache.config().dtype);
-  kv.base = kv_storage_->device_base();
+  kv.base = kv_pool_->device_base();
   kv.block_bytes = cache.block_bytes();
   kv.row_bytes = cache.row_bytes();
   kv.block_size = cache.block_size();
@@ -462,17 +309,13 @@ const CudaBackend::Graph* CudaBackend::GraphFor(const ForwardBatch& batch,
 absl::Status CudaBackend::Forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
   const int n = batch.size();
   if (n == 0) return absl::OkStatus();
-  if (n > max_tokens_) {
-    return absl::InvalidArgumentError(absl::StrCat("a step of ", n, " tokens exceeds the ",
-                                                   max_tokens_, " this backend was sized for"));
-  }
-  if (kv_storage_ == nullptr || kv_storage_->block_bytes() != cache.block_bytes() ||
-      kv_storage_->num_blocks() != cache.num_blocks()) {
+  PINFER_RETURN_IF_ERROR(ValidateBatch(batch, cache, model_.config().n_vocab, max_tokens_));
+  if (!HoldsPoolOf(cache)) {
     return absl::FailedPreconditionError(
         "the KV cache must use the device storage from this backend's MakeKvStorage");
   }
   PINFER_RETURN_IF_ERROR(CheckCudaKvCache(cache));
-  PINFER_RETURN_IF_ERROR(kv_storage_->status());
+  PINFER_RETURN_IF_ERROR(kv_pool_->status());
   const int n_out = static_cast<int>(batch.logit_rows.size());
   if (static_cast<size_t>(n_out) > logit_rows_) {
     return absl::InvalidArgumentError(absl::StrCat("a step wants logits for ", n_out,
@@ -594,101 +437,5 @@ absl::Status CudaBackend::Enqueue(int n, int n_out, const KvLayerView& kv_in) {
 }
 
 #undef PINFER_STEP
-
-// ---- CUDA graphs ----
-
-std::vector<int> CudaBackend::GraphSizesFor(int max_num_seqs, int max_tokens) {
-  const int top = std::min(max_num_seqs, max_tokens);
-  std::vector<int> sizes;
-  for (int s : {1, 2, 4, 8}) {
-    if (s <= top) sizes.push_back(s);
-  }
-  for (int s = 16; s <= top; s += 16) sizes.push_back(s);
-  if (top >= 1 && sizes.back() != top) sizes.push_back(top);
-  return sizes;
-}
-
-std::vector<int> CudaBackend::graph_sizes() const {
-  std::vector<int> sizes;
-  for (const Graph& g : graphs_) sizes.push_back(g.size);
-  return sizes;
-}
-
-// An estimate, taken before the KV pool is sized: a graph's executable holds its kernel
-// nodes' parameters and the driver's bookkeeping, a few KiB per node; 2 MiB per graph (the
-// allocation granularity that cudaMemGetInfo sees) plus 16 MiB covers a 32-layer model with
-// room to spare. CaptureGraphs measures what they actually took.
-uint64_t CudaBackend::GraphReserveBytes(int max_num_seqs) const {
-  const size_t graphs = GraphSizesFor(max_num_seqs, max_tokens_).size();
-  const uint64_t per_graph = 2ull << 20;
-  const uint64_t nodes = static_cast<uint64_t>(model_.config().n_layers) * 20 + 8;
-  return (16ull << 20) + graphs * std::max<uint64_t>(per_graph, nodes * 4096);
-}
-
-void CudaBackend::DropGraphs() {
-  for (Graph& g : graphs_) cudaGraphExecDestroy(g.exec);
-  graphs_.clear();
-}
-
-absl::Status CudaBackend::CaptureGraphs(KvCache& cache, int max_num_seqs) {
-  DropGraphs();
-  if (kv_storage_ == nullptr || kv_storage_->block_bytes() != cache.block_bytes() ||
-      kv_storage_->num_blocks() != cache.num_blocks()) {
-    return absl::FailedPreconditionError(
-        "CUDA graphs are captured for a KV cache using this backend's MakeKvStorage");
-  }
-  PINFER_RETURN_IF_ERROR(CheckCudaKvCache(cache));
-  // Every decode step fits the tables from now on: max_num_seqs sequences of max_model_len.
-  const int bs = cache.block_size();
-  const size_t per_seq = static_cast<size_t>((cache.config().max_model_len + bs - 1) / bs);
-  PINFER_RETURN_IF_ERROR(ReserveTables(static_cast<size_t>(std::max(max_num_seqs, 1)) * per_seq));
-  const size_t rows = static_cast<size_t>(std::min(max_tokens_, std::max(max_num_seqs, 1)));
-  if (rows > logit_rows_) PINFER_RETURN_IF_ERROR(ReserveLogits(rows));
-  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  size_t free0 = 0, free1 = 0, total = 0;
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free0, &total));
-  const KvLayerView kv = ViewOf(cache);
-  for (int size : GraphSizesFor(max_num_seqs, max_tokens_)) {
-    // Inputs that touch nothing: every row is padding (token 0 at position 0 reading block 0,
-    // no KV write). One eager run first loads every kernel and lets cuBLAS choose its own.
-    for (int t = 0; t < size; ++t) {
-      h_tokens_[t] = 0, h_positions_[t] = 0, h_table_start_[t] = 0, h_slot_offset_[t] = -1;
-      h_logit_rows_[t] = t;
-    }
-    h_tables_[0] = 0;
-    PINFER_RETURN_IF_ERROR(UploadMeta(1));
-    PINFER_RETURN_IF_ERROR(Enqueue(size, size, kv));
-    PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    PINFER_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    capturing_ = true;
-    const absl::Status launched = Enqueue(size, size, kv);
-    capturing_ = false;
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    if (!launched.ok() || ended != cudaSuccess) {
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      (void)cudaGetLastError();
-      DropGraphs();
-      const absl::Status why =
-          launched.ok() ? CudaError(ended, "cudaStreamEndCapture", __FILE__, __LINE__) : launched;
-      return absl::Status(why.code(), absl::StrCat("capturing the CUDA graph for steps of ", size,
-                                                   " tokens failed: ", why.message()));
-    }
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (made != cudaSuccess) {
-      DropGraphs();
-      return CudaError(made, "cudaGraphInstantiate", __FILE__, __LINE__);
-    }
-    graphs_.push_back({size, exec});
-    PINFER_CUDA_RETURN_IF_ERROR(cudaGraphUpload(exec, stream_));
-  }
-  PINFER_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  PINFER_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free1, &total));
-  graph_bytes_ = free0 > free1 ? free0 - free1 : 0;
-  graph_kv_ = kv;
-  return absl::OkStatus();
-}
 
 }  // namespace pinfer::cuda

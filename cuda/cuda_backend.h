@@ -1,6 +1,6 @@
-// The CUDA backend: the Llama forward pass of engine/cpu_backend.cc on one GPU. Weights are
-// uploaded once, in their storage types, into one device allocation; the KV pool is device
-// memory with the host layout (DeviceKvStorage), so KvCache keeps doing the accounting; the
+// The CUDA backend: the Llama forward pass of engine/cpu/cpu_backend.cc on one GPU. Weights
+// are uploaded once, in their storage types, into one device allocation; the KV pool is device
+// memory with the host layout (DeviceKvPool, shared with the KvCache that accounts for it); the
 // workspace is sized for max_tokens tokens; a step's metadata (tokens, positions, slots, block
 // tables) goes up in two copies from pinned staging buffers.
 //
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cuda/device_kv_storage.h"
+#include "cuda/device_kv_pool.h"
 #include "cuda/device_matmul.h"
 #include "cuda/kernels.h"
 #include "engine/backend.h"
@@ -36,7 +36,7 @@ namespace pinfer::cuda {
 class CudaBackend final : public Backend {
  public:
   // Fails (Unavailable, "no CUDA device: ...") without a device; the model must outlive the
-  // backend, and a KvCache using this backend's storage must be destroyed before it.
+  // backend. A KvCache holding this backend's storage shares its pool, so either may go first.
   static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const Model& model, int max_tokens,
                                                              int device = 0);
   ~CudaBackend() override;
@@ -77,9 +77,10 @@ class CudaBackend final : public Backend {
   };
   CudaBackend(const Model& model, int max_tokens) : model_(model), max_tokens_(max_tokens) {}
   absl::Status Init(int device);
-  absl::Status UploadWeights();
+  absl::Status UploadWeights();  // cuda_weights.cc
   absl::Status AllocateWorkspace();
-  // Fills the staging buffers for the step (rows [n, padded) are padding) and copies them up.
+  // Fills the staging buffers for the step (rows [n, padded) are padding) and copies them up;
+  // the batch has passed ValidateBatch.
   absl::Status UploadStep(const ForwardBatch& batch, const KvCache& cache, int padded);
   absl::Status UploadMeta(size_t table_entries);
   absl::Status ReserveTables(size_t entries);
@@ -93,9 +94,14 @@ class CudaBackend final : public Backend {
   // PINFER_CUDA_SYNC=1 (and not capturing) the kernel's own, with file, line and place.
   absl::Status Checked(cudaError_t err, const char* what, int layer, int line) const;
   absl::Status Checked(const absl::Status& s, const char* what, int layer, int line) const;
+  // Whether cache's geometry is that of the pool of the latest MakeKvStorage (the cache
+  // cannot say whose storage it holds; a mismatch is a caller's error).
+  bool HoldsPoolOf(const KvCache& cache) const;
   KvLayerView ViewOf(const KvCache& cache) const;
   const Graph* GraphFor(const ForwardBatch& batch, const KvCache& cache) const;
+  // CUDA graphs (cuda_graphs.cc).
   void DropGraphs();
+  absl::Status CaptureGraph(int size, const KvLayerView& kv);
 
   const Model& model_;
   int max_tokens_;
@@ -148,7 +154,8 @@ class CudaBackend final : public Backend {
   uint64_t graph_bytes_ = 0;
   int64_t graph_replays_ = 0;
 
-  DeviceKvStorage* kv_storage_ = nullptr;  // the pool MakeKvStorage handed out (not owned)
+  // The pool of the latest MakeKvStorage, shared with the KvCache that stores into it.
+  std::shared_ptr<DeviceKvPool> kv_pool_;
 };
 
 }  // namespace pinfer::cuda

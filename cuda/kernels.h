@@ -94,22 +94,8 @@ cudaError_t LaunchToHalf(const float* x, int64_t n, void* out, bool bf16, cudaSt
 // out[i] = x[rows[i] or i] * rsqrt(mean(x^2) + eps) * w, i < n_rows (rows may be nullptr).
 cudaError_t LaunchRmsNorm(const float* x, const int32_t* rows, const float* w, int n_rows, int dim,
                           float eps, float* out, cudaStream_t s);
-// RoPE in place on vec[t][h][head_dim] (row stride n_heads x head_dim) at positions[t];
-// freqs: RopeFrequencies(theta, head_dim) on the device ([head_dim / 2]); freq_scale and
-// freq_factors ([head_dim / 2] on the device, or nullptr) as in ApplyRope.
-cudaError_t LaunchRope(float* vec, int n_tokens, int n_heads, int head_dim,
-                       const int32_t* positions, const float* freqs, bool halves, cudaStream_t s,
-                       float freq_scale = 1.0f, const float* freq_factors = nullptr);
-// LaunchRope of q ([n_tokens x n_heads x head_dim]) and k ([n_tokens x n_kv_heads x
-// head_dim]) in one launch.
-cudaError_t LaunchRopeQK(float* q, int n_heads, float* k, int n_kv_heads, int n_tokens,
-                         int head_dim, const int32_t* positions, const float* freqs, bool halves,
-                         cudaStream_t s, float freq_scale = 1.0f,
-                         const float* freq_factors = nullptr);
 // gate[i] = silu(gate[i]) * up[i].
 cudaError_t LaunchSwiGlu(float* gate, const float* up, int64_t n, cudaStream_t s);
-// x[i] += y[i].
-cudaError_t LaunchAdd(float* x, const float* y, int64_t n, cudaStream_t s);
 // x[t][i] += b[i], i < width.
 cudaError_t LaunchAddBias(float* x, const float* b, int n_rows, int width, cudaStream_t s);
 
@@ -125,14 +111,13 @@ struct KvLayerView {
   int kv_dim = 0;           // values per row: n_kv_heads x head_dim
 };
 
-// Encodes k[t], v[t] (kv_dim floats each) into the rows at base + slot_offset[t] +
-// layer_offset (+ v_offset), where slot_offset[t] = block x block_bytes + slot x row_bytes;
-// tokens with slot_offset[t] < 0 (padding) are skipped.
-cudaError_t LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int n_tokens,
-                          const int64_t* slot_offset, cudaStream_t s);
-// LaunchRopeQK and LaunchKvWrite in one launch: K is rotated on its way into the cache (k
-// itself is left unrotated: nothing reads it afterwards) and q ([n_tokens x n_heads x
-// head_dim]) is rotated in place; same values as the two launches.
+// Encodes k[t] rotated by RoPE at positions[t], and v[t] (kv_dim floats each), into the rows
+// at base + slot_offset[t] + layer_offset (+ v_offset), where slot_offset[t] = block x
+// block_bytes + slot x row_bytes; tokens with slot_offset[t] < 0 (padding) write nothing.
+// k itself is left unrotated (nothing reads it afterwards); q ([n_tokens x n_heads x
+// head_dim]) is rotated in place. RoPE as ApplyRope (engine/cpu/ops.h): freqs =
+// RopeFrequencies(theta, head_dim) on the device ([head_dim / 2]), then freq_factors
+// ([head_dim / 2] on the device, or nullptr) and freq_scale; halves: the NeoX pair order.
 cudaError_t LaunchRopeKvWrite(const KvLayerView& kv, float* q, int n_heads, const float* k,
                               const float* v, int n_tokens, const int64_t* slot_offset,
                               int head_dim, const int32_t* positions, const float* freqs,

@@ -12,6 +12,7 @@
 #include "cuda/gemv_groups.cuh"
 #include "cuda/gemv_units.cuh"
 #include "cuda/kernels.h"
+#include "cuda/launch.cuh"
 #include "cuda/pdl.cuh"
 
 namespace pinfer::cuda {
@@ -285,7 +286,8 @@ cudaError_t LaunchEmbedding(const DeviceMatrix& emb, const int32_t* tokens, int 
                             cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   const int64_t total = ThreadsPerRow(emb) * n;
-  DequantRowsKernel<float><<<Blocks(total, kThreads), kThreads, 0, s>>>(emb, tokens, 0, n, x);
+  PINFER_LAUNCH(DequantRowsKernel<float>, Blocks(total, kThreads), kThreads, 0, s)
+  (emb, tokens, 0, n, x);
   return cudaGetLastError();
 }
 
@@ -296,7 +298,7 @@ namespace {
 template <typename... P, typename... A>
 void LaunchDependent(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
   if (!ProgrammaticLaunch()) {
-    kernel<<<grid, block, 0, s>>>(args...);
+    PINFER_LAUNCH(kernel, grid, block, 0, s)(args...);
     return;
   }
   cudaLaunchConfig_t config = {};
@@ -422,9 +424,9 @@ cudaError_t LaunchGemv(const DeviceMatrix& w, const float* x, int n, float* y, i
   if (LaunchJobAnyN(job, job.end[0], x, n, s)) return cudaGetLastError();
   const dim3 grid(Blocks(w.rows, kGemvWarps)), block(32 * kGemvWarps);
   switch (w.type) {
-#define PINFER_GEMV_CASE(T)                                            \
-  case T:                                                              \
-    GemvKernel<T><<<grid, block, 0, s>>>(w, x, n, y, ldy, accumulate); \
+#define PINFER_GEMV_CASE(T)                                                       \
+  case T:                                                                         \
+    PINFER_LAUNCH(GemvKernel<T>, grid, block, 0, s)(w, x, n, y, ldy, accumulate); \
     break;
     PINFER_GEMV_CASE(kWF32)
     PINFER_GEMV_CASE(kWF16)
@@ -485,11 +487,11 @@ cudaError_t LaunchDequantRows(const DeviceMatrix& w, int64_t row0, int64_t n_row
   if (n_rows <= 0) return cudaSuccess;
   const int64_t total = ThreadsPerRow(w) * n_rows;
   if (bf16) {
-    DequantRowsKernel<__nv_bfloat16><<<Blocks(total, kThreads), kThreads, 0, s>>>(
-        w, nullptr, row0, n_rows, static_cast<__nv_bfloat16*>(out));
+    PINFER_LAUNCH(DequantRowsKernel<__nv_bfloat16>, Blocks(total, kThreads), kThreads, 0, s)
+    (w, nullptr, row0, n_rows, static_cast<__nv_bfloat16*>(out));
   } else {
-    DequantRowsKernel<__half><<<Blocks(total, kThreads), kThreads, 0, s>>>(
-        w, nullptr, row0, n_rows, static_cast<__half*>(out));
+    PINFER_LAUNCH(DequantRowsKernel<__half>, Blocks(total, kThreads), kThreads, 0, s)
+    (w, nullptr, row0, n_rows, static_cast<__half*>(out));
   }
   return cudaGetLastError();
 }
@@ -498,16 +500,19 @@ cudaError_t LaunchGatherColumns(const float* x, const int32_t* perm, int n, int6
                                 float* out, cudaStream_t s) {
   const int64_t total = static_cast<int64_t>(n) * cols;
   if (total <= 0) return cudaSuccess;
-  GatherColumnsKernel<<<Blocks(total, kThreads), kThreads, 0, s>>>(x, perm, total, cols, out);
+  PINFER_LAUNCH(GatherColumnsKernel, Blocks(total, kThreads), kThreads, 0, s)
+  (x, perm, total, cols, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchToHalf(const float* x, int64_t n, void* out, bool bf16, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   if (bf16) {
-    ToHalfKernel<<<Blocks(n, kThreads), kThreads, 0, s>>>(x, n, static_cast<__nv_bfloat16*>(out));
+    PINFER_LAUNCH(ToHalfKernel, Blocks(n, kThreads), kThreads, 0, s)
+    (x, n, static_cast<__nv_bfloat16*>(out));
   } else {
-    ToHalfKernel<<<Blocks(n, kThreads), kThreads, 0, s>>>(x, n, static_cast<__half*>(out));
+    PINFER_LAUNCH(ToHalfKernel, Blocks(n, kThreads), kThreads, 0, s)
+    (x, n, static_cast<__half*>(out));
   }
   return cudaGetLastError();
 }

@@ -1,13 +1,14 @@
 // RoPE on the device, as ApplyRope (engine/ops.cc) computes it: the same frequencies (from
 // the host, RopeFrequencies), the same order of operations (pos x freq, / factor, x scale).
-// Shared by the standalone RoPE kernel and the one fused into the KV write.
+// Used by the KV write (kv_kernels.cu), which rotates q in place and K on its way into the
+// cache.
 #pragma once
 
 #include <cstdint>
 
 namespace pinfer::cuda {
 
-// What to rotate and how (positions == nullptr: no RoPE).
+// What to rotate and how.
 struct RopeArgs {
   float* q = nullptr;  // [n_tokens x n_heads x head_dim], rotated in place
   int n_heads = 0, head_dim = 0;

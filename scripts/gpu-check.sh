@@ -95,33 +95,42 @@ fi
 [[ -d "$BUILD/cuda" ]] || { echo "error: CUDA backend not configured (nvcc not found by CMake?)"; exit 1; }
 mkdir -p "$LOG"
 
-step "build ($JOBS jobs): pagedinfer cuda_kernels_test cuda_bench"
-if ! ninja -C "$BUILD" -j"$JOBS" pagedinfer cuda_kernels_test cuda_bench >"$LOG/build.log" 2>&1; then
+GPU_TESTS=(cuda_kernels_test cuda_matmul_test cuda_backend_test)
+step "build ($JOBS jobs): pagedinfer ${GPU_TESTS[*]} cuda_bench"
+if ! ninja -C "$BUILD" -j"$JOBS" pagedinfer "${GPU_TESTS[@]}" cuda_bench >"$LOG/build.log" 2>&1; then
   grep -E "error|Error" "$LOG/build.log" | head -40
   echo "error: build failed (full log: $LOG/build.log)"
   exit 1
 fi
 grep -E "warning" "$LOG/build.log" | grep -v "^ninja" | head -20
 
-step "GPU tests (cuda_kernels_test: kernels vs CPU, stories260K end to end, graphs vs eager)"
-[[ -n "${PAGEDINFER_MODELS:-}" ]] || echo "note: stories260K.gguf not found: its end-to-end tests will skip"
-if timeout 300 "$BUILD/tests/cuda_kernels_test" --gtest_color=no >"$LOG/tests.log" 2>&1; then
-  grep -E "^\[  (PASSED|SKIPPED) |^\[==========\]" "$LOG/tests.log" | tail -4
-  grep -B1 -E "^\[  SKIPPED \]" "$LOG/tests.log" | grep -v "^\[" | grep -v "^--" | sort -u | head -5
-  if grep -q "no CUDA device" "$LOG/tests.log"; then
-    fail "GPU tests skipped: $(grep -m1 "no CUDA device" "$LOG/tests.log")"
+# One GPU test binary: its summary, or its failures and a rerun of them with PINFER_CUDA_SYNC=1
+# (which names the kernel that faults).
+gpu_test() {
+  local name=$1 log="$LOG/$1.log"
+  if timeout 300 "$BUILD/tests/$name" --gtest_color=no >"$log" 2>&1; then
+    grep -E "^\[  (PASSED|SKIPPED) |^\[==========\]" "$log" | tail -4
+    grep -B1 -E "^\[  SKIPPED \]" "$log" | grep -v "^\[" | grep -v "^--" | sort -u | head -5
+    if grep -q "no CUDA device" "$log"; then
+      fail "GPU tests skipped: $(grep -m1 "no CUDA device" "$log")"
+    fi
+    return
   fi
-else
-  grep -E "Failure|error|Expected|Which is|got |FAILED|worst|CUDA error" "$LOG/tests.log" | head -60
-  fail "cuda_kernels_test (log: $LOG/tests.log)"
-  failed=$(grep -E "^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_]+" "$LOG/tests.log" | awk '{print $4}' | sort -u | paste -sd: -)
+  grep -E "Failure|error|Expected|Which is|got |FAILED|worst|CUDA error" "$log" | head -60
+  fail "$name (log: $log)"
+  local failed
+  failed=$(grep -E "^\[  FAILED  \] [A-Za-z_]+\.[A-Za-z_]+" "$log" | awk '{print $4}' | sort -u | paste -sd: -)
   if [[ -n "$failed" ]]; then
     echo "-- rerunning $failed with PINFER_CUDA_SYNC=1 (names the kernel that faults)"
-    PINFER_CUDA_SYNC=1 timeout 200 "$BUILD/tests/cuda_kernels_test" --gtest_color=no \
-      --gtest_filter="$failed" >"$LOG/tests-sync.log" 2>&1
-    grep -E "CUDA error|Failure|worst" "$LOG/tests-sync.log" | head -20
+    PINFER_CUDA_SYNC=1 timeout 200 "$BUILD/tests/$name" --gtest_color=no \
+      --gtest_filter="$failed" >"$LOG/$name-sync.log" 2>&1
+    grep -E "CUDA error|Failure|worst" "$LOG/$name-sync.log" | head -20
   fi
-fi
+}
+
+step "GPU tests (kernels and matmul vs CPU; the backend: stories260K end to end, graphs vs eager)"
+[[ -n "${PAGEDINFER_MODELS:-}" ]] || echo "note: stories260K.gguf not found: its end-to-end tests will skip"
+for t in "${GPU_TESTS[@]}"; do gpu_test "$t"; done
 
 step "kernel benchmarks"
 if timeout 180 "$BUILD/bench/cuda_bench" kernels >"$LOG/kernels.log" 2>&1; then

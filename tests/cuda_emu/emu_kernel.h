@@ -1,8 +1,15 @@
 // Force-included (-include) into every kernel source the emulator compiles: the device-side
 // built-ins (thread and block indices, barriers, warp shuffles, read-only loads, intrinsics)
-// and the launch that stands in for `kernel<<<grid, block, smem, stream>>>(args)`, which
-// CMake rewrites (launch.sed) to `::emu::Launch(<a lambda calling kernel>, "kernel", grid, block,
-// smem, stream)(args)`.
+// and the emulator's PINFER_LAUNCH (cuda/launch.cuh): `PINFER_LAUNCH(kernel, grid, block,
+// smem, stream)(args)` becomes `::emu::Launch(<a lambda calling kernel>, "kernel", grid,
+// block, smem, stream)(args)`; the call inside the lambda deduces template arguments as a
+// launch does, and [=] copies a kernel held in a variable (a graph may replay the launch).
+//
+// What it checks: each kernel's arithmetic and the launch rules (limits, barriers and
+// shuffles every thread reaches, alignment, bounds, stream capture). What it does not: any
+// concurrency. Blocks run one after another, and a block's threads are fibers that switch
+// only at barriers and shuffles, so atomics are plain read-modify-writes and fences are
+// no-ops: a race or a missing fence between blocks passes here.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +22,8 @@
 #include "tests/cuda_emu/emu_runtime.h"
 
 #define PINFER_CUDA_EMU 1  // kernels leave out inline PTX
+#define PINFER_LAUNCH(kernel, ...) \
+  ::emu::Launch([=](auto&... a) { kernel(a...); }, #kernel, __VA_ARGS__)
 #define __global__
 #define __shared__ static  // one block runs at a time, all its threads on one OS thread
 #define __CUDA_ARCH__ 900  // the device pass: take the kernels' device code paths

@@ -1,5 +1,6 @@
 // Kernels for the emulator's self-test: correct ones, and ones with the bugs the emulator
-// must report. Launched with triple angle brackets like the backend's, through the same rewrite.
+// must report. Launched through PINFER_LAUNCH (cuda/launch.cuh), like the backend's.
+#include "cuda/launch.cuh"
 #include "tests/cuda_emu/emu_selftest_kernels.h"
 
 namespace emu_selftest {
@@ -48,32 +49,32 @@ __global__ void CopyKernel(const float* x, int total, float* out) {
 }  // namespace
 
 cudaError_t LaunchRowSums(const float* x, int rows, int n, float* out, cudaStream_t s) {
-  RowSumsKernel<<<rows, 128, 0, s>>>(x, n, out);
+  PINFER_LAUNCH(RowSumsKernel, rows, 128, 0, s)(x, n, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchScale(const float* x, int n, float k, float* out, int threads, cudaStream_t s) {
-  ScaleKernel<<<(n + threads - 1) / threads, threads, 0, s>>>(x, n, k, out);
+  PINFER_LAUNCH(ScaleKernel, (n + threads - 1) / threads, threads, 0, s)(x, n, k, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchDivergentBarrier(int live, float* out, cudaStream_t s) {
-  DivergentBarrierKernel<<<1, 64, 0, s>>>(live, out);
+  PINFER_LAUNCH(DivergentBarrierKernel, 1, 64, 0, s)(live, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchPartialShuffle(int live, float* out, cudaStream_t s) {
-  PartialShuffleKernel<<<1, 32, 0, s>>>(live, out);
+  PINFER_LAUNCH(PartialShuffleKernel, 1, 32, 0, s)(live, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchVectorLoad(const float* x, int offset, float* out, cudaStream_t s) {
-  VectorLoadKernel<<<1, 1, 0, s>>>(x, offset, out);
+  PINFER_LAUNCH(VectorLoadKernel, 1, 1, 0, s)(x, offset, out);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchCopy(const float* x, int n, int extra, float* out, cudaStream_t s) {
-  CopyKernel<<<1, 32, 0, s>>>(x, n + extra, out);
+  PINFER_LAUNCH(CopyKernel, 1, 32, 0, s)(x, n + extra, out);
   return cudaGetLastError();
 }
 

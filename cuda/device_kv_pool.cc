@@ -1,4 +1,4 @@
-#include "cuda/device_kv_storage.h"
+#include "cuda/device_kv_pool.h"
 
 #include <cuda_runtime_api.h>
 
@@ -7,8 +7,8 @@
 
 namespace pinfer::cuda {
 
-absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(size_t block_bytes,
-                                                                         int64_t num_blocks) {
+absl::StatusOr<std::shared_ptr<DeviceKvPool>> DeviceKvPool::Create(size_t block_bytes,
+                                                                   int64_t num_blocks) {
   if (block_bytes == 0 || num_blocks <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("device KV pool of ", num_blocks, " blocks of ",
                                                    block_bytes, " bytes is empty"));
@@ -28,16 +28,13 @@ absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(size_t 
     cudaFree(p);  // not leaked: the caller may retry with a smaller pool
     return CudaError(set, "cudaMemset(KV pool)", __FILE__, __LINE__);
   }
-  return std::unique_ptr<DeviceKvStorage>(
-      new DeviceKvStorage(static_cast<uint8_t*>(p), block_bytes, num_blocks));
+  return std::shared_ptr<DeviceKvPool>(
+      new DeviceKvPool(static_cast<uint8_t*>(p), block_bytes, num_blocks));
 }
 
-DeviceKvStorage::~DeviceKvStorage() {
-  if (slot_ && *slot_ == this) *slot_ = nullptr;
-  cudaFree(data_);
-}
+DeviceKvPool::~DeviceKvPool() { cudaFree(data_); }
 
-void DeviceKvStorage::CopyBlock(int32_t src, int32_t dst) {
+void DeviceKvPool::CopyBlock(int32_t src, int32_t dst) {
   if (src < 0 || dst < 0 || src >= num_blocks_ || dst >= num_blocks_) {
     if (status_.ok()) {
       status_ = absl::InternalError(absl::StrCat("CopyBlock(", src, ", ", dst,
@@ -52,6 +49,24 @@ void DeviceKvStorage::CopyBlock(int32_t src, int32_t dst) {
   if (err != cudaSuccess && status_.ok()) {
     status_ = CudaError(err, "cudaMemcpy(block copy)", __FILE__, __LINE__);
   }
+}
+
+namespace {
+
+class SharedDeviceStorage final : public KvStorage {
+ public:
+  explicit SharedDeviceStorage(std::shared_ptr<DeviceKvPool> pool) : pool_(std::move(pool)) {}
+  uint8_t* base() override { return nullptr; }  // not host-addressable
+  void CopyBlock(int32_t src, int32_t dst) override { pool_->CopyBlock(src, dst); }
+
+ private:
+  std::shared_ptr<DeviceKvPool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<KvStorage> SharedKvStorage(std::shared_ptr<DeviceKvPool> pool) {
+  return std::make_unique<SharedDeviceStorage>(std::move(pool));
 }
 
 }  // namespace pinfer::cuda
