@@ -15,6 +15,97 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// The workload's requests, greedy and ignoring EOS (every one runs to its output length).
+absl::Status SubmitWorkload(const Model& model, Engine& e,
+                            const std::vector<WorkloadRequest>& requests, uint64_t seed) {
+  const int n_vocab = model.config().n_vocab;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    GenerationRequest req;
+    req.prompt = WorkloadPrompt(seed, static_cast<int>(i), requests[i].prompt_len, n_vocab);
+    req.params.temperature = 0.0f;
+    req.params.max_tokens = requests[i].output_len;
+    req.params.ignore_eos = true;
+    auto id = e.AddRequest(std::move(req));
+    if (!id.ok()) return id.status();
+  }
+  return absl::OkStatus();
+}
+
+// What the step loop saw, beside the per-step samples in LayoutResult.
+struct StepLog {
+  std::vector<double> step_start;       // seconds, at the start of each step
+  std::map<int64_t, int64_t> admitted;  // request id -> admission step
+  double util_sum = 0, sat_sum = 0, running_sum = 0;
+};
+
+// Steps the engine until it has no work, sampling occupancy after each step into r and log.
+absl::Status RunSteps(Engine& e, Clock::time_point t0, LayoutResult& r, StepLog& log) {
+  r.kv_utilization_min = 1.0;
+  while (e.HasWork()) {
+    log.step_start.push_back(Seconds(t0, Clock::now()));
+    auto outs = e.Step();
+    if (!outs.ok()) return outs.status();
+    const double t = Seconds(t0, Clock::now());
+    for (const SequenceOutput& o : *outs) {
+      if (o.admitted_step >= 0) log.admitted.emplace(o.request_id, o.admitted_step);
+      if (o.finished) {
+        ++r.finished;
+        r.output_tokens += o.output_tokens;
+      }
+    }
+    const EngineStats st = e.stats();
+    StepSample s;
+    s.t_s = t;
+    s.running = st.running;
+    s.waiting = st.waiting;
+    s.utilization = e.KvReport().utilization();
+    s.saturated = st.kv_blocked;
+    log.util_sum += s.utilization;
+    log.running_sum += s.running;
+    if (s.saturated) {
+      ++r.saturated_steps;
+      log.sat_sum += s.utilization;
+      r.kv_utilization_min = std::min(r.kv_utilization_min, s.utilization);
+    }
+    r.samples.push_back(s);
+    if (log.step_start.size() > 50'000'000) return absl::InternalError("bench-kv: too many steps");
+  }
+  return absl::OkStatus();
+}
+
+// Utilization (over the steps the pool held work back, or every step when it never did),
+// queue waits and rates.
+void Summarize(const StepLog& log, LayoutResult& r) {
+  const double n_steps = std::max<double>(1.0, static_cast<double>(r.samples.size()));
+  r.kv_utilization_mean_all = log.util_sum / n_steps;
+  r.mean_running = log.running_sum / n_steps;
+  if (r.saturated_steps > 0) {
+    r.kv_utilization_mean = log.sat_sum / static_cast<double>(r.saturated_steps);
+  } else {  // the pool never held anyone back: report over every step
+    r.kv_utilization_mean = r.kv_utilization_mean_all;
+    r.kv_utilization_min = 1.0;
+    for (const StepSample& s : r.samples) {
+      r.kv_utilization_min = std::min(r.kv_utilization_min, s.utilization);
+    }
+  }
+  double wait_s = 0, wait_steps = 0;
+  for (const auto& [id, step] : log.admitted) {
+    const double ws = log.step_start[static_cast<size_t>(step)];
+    wait_s += ws;
+    wait_steps += static_cast<double>(step);
+    r.queue_wait_max_s = std::max(r.queue_wait_max_s, ws);
+    r.queue_wait_max_steps = std::max(r.queue_wait_max_steps, step);
+  }
+  if (!log.admitted.empty()) {
+    r.queue_wait_mean_s = wait_s / static_cast<double>(log.admitted.size());
+    r.queue_wait_mean_steps = wait_steps / static_cast<double>(log.admitted.size());
+  }
+  if (r.elapsed_s > 0) {
+    r.requests_per_s = static_cast<double>(r.finished) / r.elapsed_s;
+    r.output_tokens_per_s = static_cast<double>(r.output_tokens) / r.elapsed_s;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig config,
@@ -32,55 +123,13 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
   LayoutResult r;
   r.layout = std::string(KvLayoutName(config.kv_layout));
   r.max_concurrency_at_max_model_len = static_cast<int>(e.ledger().max_concurrency);
-  const int n_vocab = model.config().n_vocab;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    GenerationRequest req;
-    req.prompt = WorkloadPrompt(seed, static_cast<int>(i), requests[i].prompt_len, n_vocab);
-    req.params.temperature = 0.0f;
-    req.params.max_tokens = requests[i].output_len;
-    req.params.ignore_eos = true;
-    auto id = e.AddRequest(std::move(req));
-    if (!id.ok()) return id.status();
-  }
+  if (absl::Status s = SubmitWorkload(model, e, requests, seed); !s.ok()) return s;
   const OccupancyReport first = e.KvReport();
   r.bytes_reserved = first.bytes_reserved;
   r.pool_slots = first.blocks_total * first.block_size;
-
-  std::vector<double> step_start;       // seconds, at the start of each step
-  std::map<int64_t, int64_t> admitted;  // request id -> admission step
-  double util_sum = 0, sat_sum = 0, running_sum = 0;
-  r.kv_utilization_min = 1.0;
+  StepLog log;
   const Clock::time_point t0 = Clock::now();
-  while (e.HasWork()) {
-    step_start.push_back(Seconds(t0, Clock::now()));
-    auto outs = e.Step();
-    if (!outs.ok()) return outs.status();
-    const double t = Seconds(t0, Clock::now());
-    for (const SequenceOutput& o : *outs) {
-      if (o.admitted_step >= 0) admitted.emplace(o.request_id, o.admitted_step);
-      if (o.finished) {
-        ++r.finished;
-        r.output_tokens += o.output_tokens;
-      }
-    }
-    const EngineStats st = e.stats();
-    StepSample s;
-    s.t_s = t;
-    s.running = st.running;
-    s.waiting = st.waiting;
-    const OccupancyReport rep = e.KvReport();
-    s.utilization = rep.utilization();
-    s.saturated = st.kv_blocked;
-    util_sum += s.utilization;
-    running_sum += s.running;
-    if (s.saturated) {
-      ++r.saturated_steps;
-      sat_sum += s.utilization;
-      r.kv_utilization_min = std::min(r.kv_utilization_min, s.utilization);
-    }
-    r.samples.push_back(s);
-    if (step_start.size() > 50'000'000) return absl::InternalError("bench-kv: too many steps");
-  }
+  if (absl::Status s = RunSteps(e, t0, r, log); !s.ok()) return s;
   const EngineStats st = e.stats();
   r.steps = st.steps;
   r.elapsed_s = Seconds(t0, Clock::now());
@@ -95,34 +144,7 @@ absl::StatusOr<LayoutResult> RunKvWorkload(const Model& model, EngineConfig conf
     return absl::InternalError(
         absl::StrCat("bench-kv: ", r.finished, " of ", requests.size(), " requests finished"));
   }
-  const double n_steps = std::max<double>(1.0, static_cast<double>(r.samples.size()));
-  r.kv_utilization_mean_all = util_sum / n_steps;
-  r.mean_running = running_sum / n_steps;
-  if (r.saturated_steps > 0) {
-    r.kv_utilization_mean = sat_sum / static_cast<double>(r.saturated_steps);
-  } else {  // the pool never held anyone back: report over every step
-    r.kv_utilization_mean = r.kv_utilization_mean_all;
-    r.kv_utilization_min = 1.0;
-    for (const StepSample& s : r.samples) {
-      r.kv_utilization_min = std::min(r.kv_utilization_min, s.utilization);
-    }
-  }
-  double wait_s = 0, wait_steps = 0;
-  for (const auto& [id, step] : admitted) {
-    const double ws = step_start[static_cast<size_t>(step)];
-    wait_s += ws;
-    wait_steps += static_cast<double>(step);
-    r.queue_wait_max_s = std::max(r.queue_wait_max_s, ws);
-    r.queue_wait_max_steps = std::max(r.queue_wait_max_steps, step);
-  }
-  if (!admitted.empty()) {
-    r.queue_wait_mean_s = wait_s / static_cast<double>(admitted.size());
-    r.queue_wait_mean_steps = wait_steps / static_cast<double>(admitted.size());
-  }
-  if (r.elapsed_s > 0) {
-    r.requests_per_s = static_cast<double>(r.finished) / r.elapsed_s;
-    r.output_tokens_per_s = static_cast<double>(r.output_tokens) / r.elapsed_s;
-  }
+  Summarize(log, r);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/logprobs.h"
 #include "engine/memory/system_memory.h"
+#include "engine/param_error.h"
 
 namespace pinfer {
 
@@ -58,25 +59,28 @@ MemoryReport Engine::memory_report() const {
 absl::Status Engine::Validate(const GenerationRequest& req) const {
   const ModelConfig& mc = model_.config();
   if (req.prompt.empty()) {
-    return absl::InvalidArgumentError("the prompt is empty: it needs at least one token (BOS)");
+    return InvalidParamError("prompt", "the prompt is empty: it needs at least one token (BOS)");
   }
   for (int32_t t : req.prompt) {
     if (t < 0 || t >= mc.n_vocab) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "prompt token id ", t, " is outside the vocabulary (0..", mc.n_vocab - 1, ")"));
+      return InvalidParamError(
+          "prompt", absl::StrCat("prompt token id ", t, " is outside the vocabulary (0..",
+                                 mc.n_vocab - 1, ")"));
     }
   }
   if (absl::Status s = req.params.Validate(mc.n_vocab); !s.ok()) return s;
   const int64_t total = static_cast<int64_t>(req.prompt.size()) + req.params.max_tokens;
   if (total > config_.max_model_len) {
-    return absl::InvalidArgumentError(
+    return InvalidParamError(
+        "max_tokens",
         absl::StrCat("the prompt has ", req.prompt.size(), " tokens and max_tokens is ",
                      req.params.max_tokens, ": ", total, " tokens exceed max_model_len ",
                      config_.max_model_len, "; shorten the prompt or lower max_tokens"));
   }
   if (req.n < 1 || req.n > config_.max_num_seqs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "n = ", req.n, " must be between 1 and max_num_seqs (", config_.max_num_seqs, ")"));
+    return InvalidParamError("n",
+                             absl::StrCat("n = ", req.n, " must be between 1 and max_num_seqs (",
+                                          config_.max_num_seqs, ")"));
   }
   return absl::OkStatus();
 }

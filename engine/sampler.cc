@@ -4,12 +4,13 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/param_error.h"
 
 namespace pinfer {
 namespace {
 
 absl::Status Bad(const char* name, double v, const char* range) {
-  return absl::InvalidArgumentError(absl::StrCat(name, " = ", v, " is out of range (", range, ")"));
+  return InvalidParamError(name, absl::StrCat(name, " = ", v, " is out of range (", range, ")"));
 }
 
 }  // namespace
@@ -34,8 +35,9 @@ absl::Status SamplingParams::Validate(int n_vocab) const {
   }
   for (const auto& [id, bias] : logit_bias) {
     if (id < 0 || (n_vocab > 0 && id >= n_vocab)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "logit_bias names token ", id, ", outside the vocabulary (0..", n_vocab - 1, ")"));
+      return InvalidParamError(
+          "logit_bias", absl::StrCat("logit_bias names token ", id, ", outside the vocabulary (0..",
+                                     n_vocab - 1, ")"));
     }
     if (!(bias >= -100) || bias > 100) return Bad("logit_bias", bias, "-100..100");
   }

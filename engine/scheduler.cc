@@ -7,20 +7,6 @@
 
 namespace pinfer {
 
-const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kCancelled:
-      return "cancelled";
-    case FinishReason::kNone:
-      break;
-  }
-  return "";
-}
-
 void Scheduler::Enqueue(Sequence* seq) { waiting_.push_back(seq); }
 
 absl::Status Scheduler::Fork(Sequence* parent, Sequence* child) {

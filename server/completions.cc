@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "absl/strings/str_join.h"
+#include "engine/param_error.h"
 #include "nlohmann/json.hpp"
 #include "server/completion_body.h"
 #include "server/response_json.h"
@@ -14,13 +15,10 @@ namespace {
 
 using json = nlohmann::json;
 
-// An engine refusal, with the parameter it concerns.
+// An engine refusal, with the parameter it concerns (engine/param_error.h).
 ApiError SubmissionError(const absl::Status& s) {
   ApiError e = ErrorFromStatus(s);
-  if (e.message.find("max_tokens") != std::string::npos) e.param = "max_tokens";
-  if (e.message.find("n = ") == 0) e.param = "n";
-  if (e.message.find("logit_bias") != std::string::npos) e.param = "logit_bias";
-  if (e.message.find("logprobs") != std::string::npos) e.param = "logprobs";
+  e.param = ParamOf(s);
   return e;
 }
 

@@ -33,7 +33,9 @@ struct WeightLine {
 // What the ledger needs to know about a model: its widths and its weights' exact bytes.
 struct PlanInput {
   ModelConfig config;
-  std::string weight_format;        // "Q4_0", "Q4_K_M", ... as the user knows the file
+  // A named shape's file type ("Q4_0", "Q4_K_M", ...); for a model, Model::WeightFormat()'s
+  // storage types by size ("Q4_K 3686.4 MiB, Q6_K 512.0 MiB, ...").
+  std::string weight_format;
   std::vector<WeightLine> weights;  // per storage type, largest first
   uint64_t weights_bytes() const;   // sum of weights[].bytes
 };
@@ -41,9 +43,7 @@ struct PlanInput {
 // A named shape stored as a file type (see engine/model_shapes.h), without any file.
 absl::StatusOr<PlanInput> PlanInputFromShape(std::string_view shape, std::string_view file_type);
 
-// The widths and per-type tensor bytes of a model file (implemented in model_plan.cc, which
-// loads the model: the file is mapped, not read).
-absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path);
+// PlanInputFromModel / PlanInputFromModelFile (a loaded model, a model file): model_plan.h.
 
 // Engine settings that size the KV pool and the workspace (vLLM's names).
 struct LedgerOptions {

@@ -1,6 +1,8 @@
 // Connects a loaded model to the memory ledger.
 #pragma once
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "engine/memory/memory_ledger.h"
 #include "engine/model/model.h"
@@ -9,6 +11,8 @@ namespace pinfer {
 
 // The model's widths and its weights' exact bytes per storage type.
 absl::StatusOr<PlanInput> PlanInputFromModel(const Model& model);
+// The same for a model file, which is loaded (mapped, not read) for it.
+absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path);
 
 // The ledger for a KV pool of exactly pool_bytes (--kv-cache-memory): the budget becomes
 // weights + workspace + reserve + pool_bytes.

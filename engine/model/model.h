@@ -41,7 +41,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::string& path() const { return path_; }
-  // "Q4_K_M-like mix (Q4_K 3.6 GiB, Q6_K 0.5 GiB, F32 ...)" style summary of storage types.
+  // The weights' storage types by size, largest first: "Q4_K 3686.4 MiB, Q6_K 512.0 MiB,
+  // F32 0.3 MiB" (MiB with one decimal; "" for a model without weights).
   std::string WeightFormat() const;
   // The GGUF file, when the model came from one (nullptr otherwise).
   const GgufFile* gguf() const { return gguf_.get(); }

@@ -13,22 +13,11 @@
 
 namespace pinfer::cli {
 
-int InspectMain(int argc, char** argv) {
-  bool json = false;
-  Args a("inspect",
-         "pagedinfer inspect MODEL [--json]   (MODEL: a GGUF file or a Hugging Face folder)",
-         {"pagedinfer inspect stories260K.gguf", "pagedinfer inspect model.gguf --json"});
-  a.AddSwitch("--json", &json, "print JSON");
-  if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
-  if (a.positional().size() != 1) {
-    std::fprintf(stderr, "error: give one model file (see --help)\n");
-    return 2;
-  }
-  auto model = Model::Load(a.positional()[0]);
-  if (!model.ok()) {
-    return Fail(model.status());
-  }
-  const Model& m = **model;
+namespace {
+
+// What inspect reports, as JSON: the model's shape, its tensors by storage type, the
+// tokenizer, and each KV format's bytes per token.
+nlohmann::json Describe(const Model& m) {
   const ModelConfig& c = m.config();
   nlohmann::json j;
   j["path"] = m.path();
@@ -80,10 +69,13 @@ int InspectMain(int argc, char** argv) {
         row.ok() ? nlohmann::json(2ull * c.n_layers * *row) : nlohmann::json("n/a");
   }
   j["kv_bytes_per_token"] = kv;
-  if (json) {
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
+  return j;
+}
+
+// The same as text.
+void PrintDescription(const Model& m, const nlohmann::json& j) {
+  const ModelConfig& c = m.config();
+  const Tokenizer& tok = m.tokenizer();
   std::printf("model         %s (%s)\n", m.path().c_str(), c.name.c_str());
   std::printf("architecture  %s: dim %d, ffn %d, %d layers, %d heads, %d kv heads, head dim %d\n",
               c.arch.c_str(), c.dim, c.n_ff, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
@@ -94,8 +86,9 @@ int InspectMain(int argc, char** argv) {
     std::printf("features      %s\n", f.c_str());
   }
   std::printf("format        %s\n", m.source_format().c_str());
-  std::printf("parameters    %ld in %zu tensors\n", (long)params, m.stored_tensors().size());
-  for (auto& [name, e] : types.items()) {
+  std::printf("parameters    %ld in %zu tensors\n", (long)j["parameters"].get<int64_t>(),
+              m.stored_tensors().size());
+  for (auto& [name, e] : j["tensor_types"].items()) {
     std::printf("  %-6s      %4d tensors, %s bytes\n", name.c_str(), e["tensors"].get<int>(),
                 std::to_string(e["bytes"].get<uint64_t>()).c_str());
   }
@@ -104,8 +97,31 @@ int InspectMain(int argc, char** argv) {
               tok.spec().add_bos ? " (BOS added)" : "");
   std::printf("KV bytes per token (2 x %d layers x %d kv heads x %d dims):\n", c.n_layers,
               c.n_kv_heads, c.head_dim);
-  for (auto& [name, v] : kv.items()) {
+  for (auto& [name, v] : j["kv_bytes_per_token"].items()) {
     std::printf("  %-6s      %s\n", name.c_str(), v.dump().c_str());
+  }
+}
+
+}  // namespace
+
+int InspectMain(int argc, char** argv) {
+  bool json = false;
+  Args a("inspect",
+         "pagedinfer inspect MODEL [--json]   (MODEL: a GGUF file or a Hugging Face folder)",
+         {"pagedinfer inspect stories260K.gguf", "pagedinfer inspect model.gguf --json"});
+  a.AddSwitch("--json", &json, "print JSON");
+  if (int rc = ParseOrExit(a, argc, argv); rc >= 0) return rc;
+  if (a.positional().size() != 1) {
+    std::fprintf(stderr, "error: give one model file (see --help)\n");
+    return 2;
+  }
+  auto model = Model::Load(a.positional()[0]);
+  if (!model.ok()) return Fail(model.status());
+  const nlohmann::json j = Describe(**model);
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    PrintDescription(**model, j);
   }
   return 0;
 }

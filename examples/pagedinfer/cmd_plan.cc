@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_join.h"
 #include "engine/memory/memory_ledger.h"
+#include "engine/memory/model_plan.h"
 #include "engine/model/model_shapes.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"

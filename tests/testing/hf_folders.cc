@@ -38,93 +38,124 @@ struct Packed {
 
 constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-Packed Pack(const std::string& stem, const FloatTensor& w, PackKind kind, int gs,
-            std::mt19937_64& rng) {
+// A layer's 4-bit quantization before packing: per (group, output) an fp16 scale and a zero
+// point, the codes [out x in], and the values they stand for.
+struct Quantized {
+  std::vector<int32_t> g_idx;      // [in]: each input column's group
+  std::vector<uint16_t> scales;    // [groups x out]
+  std::vector<int> zeros;          // [groups x out]
+  std::vector<int> q;              // [out x in]
+  std::vector<float> dequantized;  // [out x in]
+};
+
+// Min/max scales per group (GPTQ keeps zero points >= 1: it stores zero - 1); act order
+// shuffles which input columns form each group.
+Quantized Quantize4(const FloatTensor& w, PackKind kind, int gs, std::mt19937_64& rng) {
   const int64_t out = w.shape[0], in = w.shape[1], groups = in / gs;
-  std::vector<int32_t> g_idx(static_cast<size_t>(in));
+  const bool gptq = kind != PackKind::kAwq;
+  Quantized z;
+  z.g_idx.resize(static_cast<size_t>(in));
   std::vector<int32_t> order(static_cast<size_t>(in));
   std::iota(order.begin(), order.end(), 0);
   if (kind == PackKind::kGptqActOrder) std::shuffle(order.begin(), order.end(), rng);
-  for (int64_t k = 0; k < in; ++k) g_idx[order[k]] = static_cast<int32_t>(k / gs);
-  const bool gptq = kind != PackKind::kAwq;
-  std::vector<uint16_t> scales(static_cast<size_t>(groups * out));
-  std::vector<int> zeros(static_cast<size_t>(groups * out));
+  for (int64_t k = 0; k < in; ++k) z.g_idx[order[k]] = static_cast<int32_t>(k / gs);
+  z.scales.resize(static_cast<size_t>(groups * out));
+  z.zeros.resize(static_cast<size_t>(groups * out));
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t o = 0; o < out; ++o) {
       float mn = 0, mx = 0;
       for (int64_t i = 0; i < in; ++i) {
-        if (g_idx[i] != g) continue;
+        if (z.g_idx[i] != g) continue;
         mn = std::min(mn, w.values[o * in + i]);
         mx = std::max(mx, w.values[o * in + i]);
       }
       const uint16_t s16 = Fp32ToFp16(std::max((mx - mn) / 15.0f, 1e-4f));
       const float s = Fp16ToFp32(s16);
-      scales[g * out + o] = s16;
-      zeros[g * out + o] = std::clamp(static_cast<int>(std::lround(-mn / s)), gptq ? 1 : 0, 15);
+      z.scales[g * out + o] = s16;
+      z.zeros[g * out + o] = std::clamp(static_cast<int>(std::lround(-mn / s)), gptq ? 1 : 0, 15);
     }
   }
-  Packed p;
-  p.dequantized.resize(static_cast<size_t>(out * in));
-  std::vector<int> q(static_cast<size_t>(out * in));
+  z.dequantized.resize(static_cast<size_t>(out * in));
+  z.q.resize(static_cast<size_t>(out * in));
   for (int64_t o = 0; o < out; ++o) {
     for (int64_t i = 0; i < in; ++i) {
-      const int64_t gi = g_idx[i] * out + o;
-      const float s = Fp16ToFp32(scales[gi]);
+      const int64_t gi = z.g_idx[i] * out + o;
+      const float s = Fp16ToFp32(z.scales[gi]);
       const int v =
-          std::clamp(static_cast<int>(std::lround(w.values[o * in + i] / s)) + zeros[gi], 0, 15);
-      q[o * in + i] = v;
-      p.dequantized[o * in + i] = s * static_cast<float>(v - zeros[gi]);
+          std::clamp(static_cast<int>(std::lround(w.values[o * in + i] / s)) + z.zeros[gi], 0, 15);
+      z.q[o * in + i] = v;
+      z.dequantized[o * in + i] = s * static_cast<float>(v - z.zeros[gi]);
     }
   }
-  std::vector<int32_t> qweight, qzeros;
-  if (gptq) {
-    qweight.assign(static_cast<size_t>(in / 8 * out), 0);
-    for (int64_t r = 0; r < in / 8; ++r) {
-      for (int64_t o = 0; o < out; ++o) {
-        uint32_t word = 0;
-        for (int j = 0; j < 8; ++j) word |= static_cast<uint32_t>(q[o * in + 8 * r + j]) << (4 * j);
-        qweight[r * out + o] = static_cast<int32_t>(word);
-      }
+  return z;
+}
+
+// GPTQ's layout: qweight [in / 8 x out] (8 input rows per word), qzeros of zero - 1, g_idx.
+void PackGptq(const std::string& stem, const Quantized& z, int64_t out, int64_t in, int64_t groups,
+              Packed* p) {
+  std::vector<int32_t> qweight(static_cast<size_t>(in / 8 * out), 0);
+  for (int64_t r = 0; r < in / 8; ++r) {
+    for (int64_t o = 0; o < out; ++o) {
+      uint32_t word = 0;
+      for (int j = 0; j < 8; ++j) word |= static_cast<uint32_t>(z.q[o * in + 8 * r + j]) << (4 * j);
+      qweight[r * out + o] = static_cast<int32_t>(word);
     }
-    qzeros.assign(static_cast<size_t>(groups * out / 8), 0);
-    for (int64_t g = 0; g < groups; ++g) {
-      for (int64_t c = 0; c < out / 8; ++c) {
-        uint32_t word = 0;
-        for (int j = 0; j < 8; ++j) {
-          word |= static_cast<uint32_t>(zeros[g * out + 8 * c + j] - 1) << (4 * j);
-        }
-        qzeros[g * (out / 8) + c] = static_cast<int32_t>(word);
+  }
+  std::vector<int32_t> qzeros(static_cast<size_t>(groups * out / 8), 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t c = 0; c < out / 8; ++c) {
+      uint32_t word = 0;
+      for (int j = 0; j < 8; ++j) {
+        word |= static_cast<uint32_t>(z.zeros[g * out + 8 * c + j] - 1) << (4 * j);
       }
+      qzeros[g * (out / 8) + c] = static_cast<int32_t>(word);
     }
-    p.tensors.push_back({stem + ".qweight", StDtype::kI32, {in / 8, out}, Bytes(qweight)});
-    p.tensors.push_back({stem + ".qzeros", StDtype::kI32, {groups, out / 8}, Bytes(qzeros)});
-    p.tensors.push_back({stem + ".scales", StDtype::kF16, {groups, out}, Bytes(scales)});
-    p.tensors.push_back({stem + ".g_idx", StDtype::kI32, {in}, Bytes(g_idx)});
+  }
+  p->tensors.push_back({stem + ".qweight", StDtype::kI32, {in / 8, out}, Bytes(qweight)});
+  p->tensors.push_back({stem + ".qzeros", StDtype::kI32, {groups, out / 8}, Bytes(qzeros)});
+  p->tensors.push_back({stem + ".scales", StDtype::kF16, {groups, out}, Bytes(z.scales)});
+  p->tensors.push_back({stem + ".g_idx", StDtype::kI32, {in}, Bytes(z.g_idx)});
+}
+
+// AWQ's layout: qweight [in x out / 8] with the outputs of each word in kAwqOrder.
+void PackAwq(const std::string& stem, const Quantized& z, int64_t out, int64_t in, int64_t groups,
+             Packed* p) {
+  std::vector<int32_t> qweight(static_cast<size_t>(in * out / 8), 0);
+  for (int64_t i = 0; i < in; ++i) {
+    for (int64_t c = 0; c < out / 8; ++c) {
+      uint32_t word = 0;
+      for (int j = 0; j < 8; ++j) {
+        word |= static_cast<uint32_t>(z.q[(8 * c + kAwqOrder[j]) * in + i]) << (4 * j);
+      }
+      qweight[i * (out / 8) + c] = static_cast<int32_t>(word);
+    }
+  }
+  std::vector<int32_t> qzeros(static_cast<size_t>(groups * out / 8), 0);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t c = 0; c < out / 8; ++c) {
+      uint32_t word = 0;
+      for (int j = 0; j < 8; ++j) {
+        word |= static_cast<uint32_t>(z.zeros[g * out + 8 * c + kAwqOrder[j]]) << (4 * j);
+      }
+      qzeros[g * (out / 8) + c] = static_cast<int32_t>(word);
+    }
+  }
+  p->tensors.push_back({stem + ".qweight", StDtype::kI32, {in, out / 8}, Bytes(qweight)});
+  p->tensors.push_back({stem + ".qzeros", StDtype::kI32, {groups, out / 8}, Bytes(qzeros)});
+  p->tensors.push_back({stem + ".scales", StDtype::kF16, {groups, out}, Bytes(z.scales)});
+}
+
+Packed Pack(const std::string& stem, const FloatTensor& w, PackKind kind, int gs,
+            std::mt19937_64& rng) {
+  const int64_t out = w.shape[0], in = w.shape[1], groups = in / gs;
+  Quantized z = Quantize4(w, kind, gs, rng);
+  Packed p;
+  if (kind == PackKind::kAwq) {
+    PackAwq(stem, z, out, in, groups, &p);
   } else {
-    qweight.assign(static_cast<size_t>(in * out / 8), 0);
-    for (int64_t i = 0; i < in; ++i) {
-      for (int64_t c = 0; c < out / 8; ++c) {
-        uint32_t word = 0;
-        for (int j = 0; j < 8; ++j) {
-          word |= static_cast<uint32_t>(q[(8 * c + kAwqOrder[j]) * in + i]) << (4 * j);
-        }
-        qweight[i * (out / 8) + c] = static_cast<int32_t>(word);
-      }
-    }
-    qzeros.assign(static_cast<size_t>(groups * out / 8), 0);
-    for (int64_t g = 0; g < groups; ++g) {
-      for (int64_t c = 0; c < out / 8; ++c) {
-        uint32_t word = 0;
-        for (int j = 0; j < 8; ++j) {
-          word |= static_cast<uint32_t>(zeros[g * out + 8 * c + kAwqOrder[j]]) << (4 * j);
-        }
-        qzeros[g * (out / 8) + c] = static_cast<int32_t>(word);
-      }
-    }
-    p.tensors.push_back({stem + ".qweight", StDtype::kI32, {in, out / 8}, Bytes(qweight)});
-    p.tensors.push_back({stem + ".qzeros", StDtype::kI32, {groups, out / 8}, Bytes(qzeros)});
-    p.tensors.push_back({stem + ".scales", StDtype::kF16, {groups, out}, Bytes(scales)});
+    PackGptq(stem, z, out, in, groups, &p);
   }
+  p.dequantized = std::move(z.dequantized);
   return p;
 }
 

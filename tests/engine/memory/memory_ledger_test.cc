@@ -1,5 +1,6 @@
 #include "engine/memory/memory_ledger.h"
 
+#include "engine/memory/model_plan.h"
 #include "engine/model/model_shapes.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
