@@ -46,12 +46,7 @@ const OwnedMatrix& MatrixOf(GgmlType t) {
     std::memcpy(m.data.data() + r * row_bytes, m.data.data() + (r % kDistinctRows) * row_bytes,
                 row_bytes);
   }
-  m.w.name = "bench";
-  m.w.type = t;
-  m.w.rows = kDim;
-  m.w.cols = kDim;
-  m.w.row_bytes = row_bytes;
-  m.w.data = m.data.data();
+  m.w = MatrixView("bench", t, kDim, kDim, m.data.data());
   cache.push_back(std::move(e));
   return cache.back()->second;
 }

@@ -56,12 +56,7 @@ class HfBinder {
     }
     absl::StatusOr<GgmlType> type = FloatType(*t);
     if (!type.ok()) return type.status();
-    out->name = gguf + ".weight";
-    out->type = *type;
-    out->rows = rows;
-    out->cols = cols;
-    out->row_bytes = GgmlRowBytes(*type, cols);
-    out->data = t->data;
+    *out = MatrixView(gguf + ".weight", *type, rows, cols, t->data);
     Count(out->name, *type, rows * cols, t->nbytes);
     return absl::OkStatus();
   }
@@ -122,12 +117,7 @@ class HfBinder {
     }
     std::vector<uint8_t>& buf = owned_.emplace_back(q->blocks.size() * sizeof(BlockQ4_1));
     std::memcpy(buf.data(), q->blocks.data(), buf.size());
-    out->name = gguf + ".weight";
-    out->type = GgmlType::kQ4_1;
-    out->rows = rows;
-    out->cols = cols;
-    out->row_bytes = GgmlRowBytes(GgmlType::kQ4_1, cols);
-    out->data = buf.data();
+    *out = MatrixView(gguf + ".weight", GgmlType::kQ4_1, rows, cols, buf.data());
     out->input_perm = std::move(q->perm);
     Count(out->name, GgmlType::kQ4_1, rows * cols, buf.size());
     any_packed_ = true;

@@ -24,6 +24,18 @@ absl::StatusOr<std::vector<float>> ToFloatVector(GgmlType type, const uint8_t* d
   return out;
 }
 
+WeightMatrix MatrixView(std::string name, GgmlType type, int64_t rows, int64_t cols,
+                        const uint8_t* data) {
+  WeightMatrix m;
+  m.name = std::move(name);
+  m.type = type;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = GgmlRowBytes(type, cols);
+  m.data = data;
+  return m;
+}
+
 WeightMatrix RowView(const WeightMatrix& m, int64_t begin, int64_t rows, std::string name) {
   WeightMatrix v = m;
   v.name = std::move(name);
@@ -52,12 +64,7 @@ class Binder {
           ", which this engine cannot multiply; supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, "
           "Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (requantize with `pagedinfer quantize`)"));
     }
-    out->name = name;
-    out->type = t->type;
-    out->rows = rows;
-    out->cols = cols;
-    out->row_bytes = GgmlRowBytes(t->type, cols);
-    out->data = f_.data(*t);
+    *out = MatrixView(name, t->type, rows, cols, f_.data(*t));
     w_.bytes_by_type[t->type] += t->nbytes;
     return absl::OkStatus();
   }

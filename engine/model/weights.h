@@ -46,6 +46,11 @@ struct LayerWeights {
   std::vector<float> ffn_post_norm;   // [dim] (post_norms), else empty
 };
 
+// A [rows x cols] matrix of `type` over `data` (not owned), row_bytes as the type packs
+// `cols` values (GgmlRowBytes); no input permutation.
+WeightMatrix MatrixView(std::string name, GgmlType type, int64_t rows, int64_t cols,
+                        const uint8_t* data);
+
 // Rows [begin, begin + rows) of `m` as a matrix of its own (no copy), named `name`.
 WeightMatrix RowView(const WeightMatrix& m, int64_t begin, int64_t rows, std::string name);
 

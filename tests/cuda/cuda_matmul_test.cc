@@ -53,12 +53,7 @@ HostMatrix MakeMatrix(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
   m.bytes.resize(rb * rows);
   const auto f = Random(rows * cols, seed);
   for (int64_t r = 0; r < rows; ++r) QuantizeRow(t, &f[r * cols], &m.bytes[r * rb], cols);
-  m.w.name = "test";
-  m.w.type = t;
-  m.w.rows = rows;
-  m.w.cols = cols;
-  m.w.row_bytes = rb;
-  m.w.data = m.bytes.data();
+  m.w = MatrixView("test", t, rows, cols, m.bytes.data());
   return m;
 }
 

@@ -24,12 +24,8 @@ struct OwnedMatrix {
 
 OwnedMatrix RandomMatrix(GgmlType t, int64_t rows, int64_t cols, bool permuted, uint32_t seed) {
   OwnedMatrix m;
-  m.w.name = "test";
-  m.w.type = t;
-  m.w.rows = rows;
-  m.w.cols = cols;
-  m.w.row_bytes = GgmlRowBytes(t, cols);
-  m.data.resize(m.w.row_bytes * rows);
+  m.data.resize(GgmlRowBytes(t, cols) * rows);
+  m.w = MatrixView("test", t, rows, cols, m.data.data());
   m.dequantized.resize(static_cast<size_t>(rows * cols));
   std::mt19937 rng(seed);
   std::normal_distribution<float> gauss(0.0f, 0.5f);
@@ -39,7 +35,6 @@ OwnedMatrix RandomMatrix(GgmlType t, int64_t rows, int64_t cols, bool permuted, 
     QuantizeRow(t, row.data(), m.data.data() + r * m.w.row_bytes, cols);
     DequantizeRow(t, m.data.data() + r * m.w.row_bytes, m.dequantized.data() + r * cols, cols);
   }
-  m.w.data = m.data.data();
   if (permuted) {
     m.w.input_perm.resize(cols);
     std::iota(m.w.input_perm.begin(), m.w.input_perm.end(), 0);

@@ -128,12 +128,8 @@ TEST(HfModel, MatMulAppliesInputPermutationBatchInvariantly) {
   std::vector<float> w(rows * cols), x(3 * cols);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 17) / 8.0f - 1.0f;
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 11) % 13) / 6.0f - 1.0f;
-  WeightMatrix m;
-  m.type = GgmlType::kF32;
-  m.rows = rows;
-  m.cols = cols;
-  m.row_bytes = cols * 4;
-  m.data = reinterpret_cast<const uint8_t*>(w.data());
+  WeightMatrix m =
+      MatrixView("w", GgmlType::kF32, rows, cols, reinterpret_cast<const uint8_t*>(w.data()));
   for (int64_t k = 0; k < cols; ++k) m.input_perm.push_back(static_cast<int32_t>((k * 5) % cols));
   ThreadPool pool(3);
   std::vector<float> y(3 * rows), y1(rows);
