@@ -101,7 +101,8 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
   seq->params = req.params;
   // No seed: a random one per request, kept so that its n completions differ from each other
   // the same way a seeded request's do.
-  if (!seq->params.seed) seq->params.seed = std::random_device{}() ^ (uint64_t{rid} << 32);
+  if (!seq->params.seed)
+    seq->params.seed = std::random_device{}() ^ (static_cast<uint64_t>(rid) << 32);
   seq->sampler = std::make_unique<Sampler>(seq->params, seq->prompt_len);
   // The text continues the prompt's: the first piece keeps its leading space.
   seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer(), seq->tokens.back());

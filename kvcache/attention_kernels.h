@@ -46,6 +46,8 @@ struct AttentionKernels {
 const AttentionKernels& ScalarAttentionKernels();
 // AVX2 + FMA + F16C; nullptr in a build for another architecture.
 const AttentionKernels* Avx2AttentionKernels();
+// Whether this CPU (and OS) runs AVX2, FMA and F16C code: false on other architectures.
+bool CpuRunsAvx2Fma16c();
 // NEON (AArch64); nullptr in a build for another architecture.
 const AttentionKernels* NeonAttentionKernels();
 

@@ -28,9 +28,8 @@ TEST(AttentionKernels, TheCpusSetsAreListedBestFirst) {
   const AttentionKernels* sets[8];
   [[maybe_unused]] const int n = AvailableAttentionKernels(sets, 8);
   EXPECT_EQ(std::string(ActiveAttentionKernels().name), sets[0]->name);
-#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+#if defined(__x86_64__) || defined(_M_X64)
+  if (CpuRunsAvx2Fma16c()) {
     ASSERT_GE(n, 2);
     EXPECT_EQ(std::string(sets[0]->name), "avx2");
   }
