@@ -2,6 +2,7 @@
 // slices, calls, filters, tests, and the operators with Python's semantics.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,10 @@ absl::StatusOr<CallArgs> Renderer::EvalArgs(const Expr& e, size_t first) {
 
 namespace {
 
+// Python's integers have no bound; these have 64 bits, and a result beyond them is an error,
+// never a wrapped (or undefined) value.
+constexpr const char* kIntOverflow = "integer overflow: the result does not fit in 64 bits";
+
 absl::Status UndefinedUse(const Value& v, int line) {
   return absl::InvalidArgumentError(
       absl::StrCat("template line ", line, ": ", v.s().empty() ? "undefined value" : v.s()));
@@ -36,6 +41,30 @@ absl::Status UndefinedUse(const Value& v, int line) {
 }  // namespace
 
 absl::StatusOr<Value> Renderer::Eval(const Expr& e) {
+  absl::StatusOr<Value> v = EvalNode(e);
+  if (!v.ok()) return v;
+  if (v->is_string() && static_cast<int64_t>(v->s().size()) > kMaxStringBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "template line ", e.line, ": a string longer than ", kMaxStringBytes, " bytes"));
+  }
+  if (v->depth() > kMaxValueDepth || v->nodes() > kMaxValueNodes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("template line ", e.line, ": a value nested deeper than ", kMaxValueDepth,
+                     " or holding more than ", kMaxValueNodes, " values"));
+  }
+  // A namespace is read by reference (its nodes() is what it may hold, not what it holds).
+  work_ += v->is_string()                         ? static_cast<int64_t>(v->s().size())
+           : v->kind() == Value::Kind::kNamespace ? 1
+                                                  : v->nodes();
+  if (work_ > max_work_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "template line ", e.line, ": more than ", max_work_,
+        " bytes of strings and values computed in one render (a loop over large values)"));
+  }
+  return v;
+}
+
+absl::StatusOr<Value> Renderer::EvalNode(const Expr& e) {
   switch (e.kind) {
     case Expr::Kind::kLiteral:
       return e.value;
@@ -98,7 +127,9 @@ absl::StatusOr<Value> Renderer::Eval(const Expr& e) {
         return Error(
             e.line, absl::StrCat("bad operand type for unary ", e.name, ": '", v->TypeName(), "'"));
       if (e.name == "+") return v->kind() == Value::Kind::kFloat ? *v : Value::Int(v->i());
-      return v->kind() == Value::Kind::kFloat ? Value::Float(-v->f()) : Value::Int(-v->i());
+      if (v->kind() == Value::Kind::kFloat) return Value::Float(-v->f());
+      if (v->i() == std::numeric_limits<int64_t>::min()) return Error(e.line, kIntOverflow);
+      return Value::Int(-v->i());
     }
     case Expr::Kind::kBinary:
       return EvalBinary(e);
@@ -243,16 +274,43 @@ absl::StatusOr<Value> Renderer::EvalSlice(const Expr& e) {
   const int64_t start = clamp(bounds[0], given[0], true), stop = clamp(bounds[1], given[1], false);
   std::string s;
   List items;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (is_str)
       s += chars[i];
     else
       items.push_back(obj->list()[i]);
+    if (__builtin_add_overflow(i, step, &i)) break;  // past either end of the sequence
   }
   if (is_str) return Value::String(std::move(s));
   return obj->kind() == Value::Kind::kTuple ? Value::Tuple(std::move(items))
                                             : Value::MakeList(std::move(items));
 }
+
+namespace {
+
+// + - * ** on integers, an error where Python's result would not fit in 64 bits.
+absl::StatusOr<Value> IntOp(const std::string& op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  bool overflow = false;
+  if (op == "+") {
+    overflow = __builtin_add_overflow(a, b, &r);
+  } else if (op == "-") {
+    overflow = __builtin_sub_overflow(a, b, &r);
+  } else if (op == "*") {
+    overflow = __builtin_mul_overflow(a, b, &r);
+  } else if (b < 0) {  // a ** -n is a float, as in Python
+    return Value::Float(std::pow(static_cast<double>(a), static_cast<double>(b)));
+  } else if (a == 0 || a == 1 || a == -1) {
+    r = a == -1 ? (b % 2 ? -1 : 1) : (b == 0 ? 1 : a);
+  } else {
+    r = 1;  // |a| >= 2: at most 63 factors before it overflows
+    for (int64_t k = 0; k < b && !overflow; ++k) overflow = __builtin_mul_overflow(r, a, &r);
+  }
+  if (overflow) return absl::InvalidArgumentError(kIntOverflow);
+  return Value::Int(r);
+}
+
+}  // namespace
 
 absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value::String(a.Str() + b.Str());
@@ -274,7 +332,11 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
   if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == Value::Kind::kInt)
     return BinaryOp(op, b, a);
   if (op == "*" && a.kind() == Value::Kind::kInt && (b.is_string() || b.is_list())) {
-    if (a.i() * static_cast<int64_t>(b.is_string() ? b.s().size() : b.list().size()) > (1 << 24)) {
+    // Bytes of a string, values of a list: bounded before anything is built.
+    const int64_t each = b.is_string() ? static_cast<int64_t>(b.s().size()) : b.nodes();
+    int64_t total = 0;
+    if (__builtin_mul_overflow(a.i(), each, &total) ||
+        total > (b.is_string() ? kMaxStringBytes : kMaxValueNodes)) {
       return absl::InvalidArgumentError("repetition result too large");
     }
     if (b.is_string()) {
@@ -295,18 +357,19 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
     if (b.f() == 0) return absl::InvalidArgumentError("division by zero");
     return Value::Float(a.f() / b.f());
   }
-  if (op == "+") return fl ? Value::Float(a.f() + b.f()) : Value::Int(a.i() + b.i());
-  if (op == "-") return fl ? Value::Float(a.f() - b.f()) : Value::Int(a.i() - b.i());
-  if (op == "*") return fl ? Value::Float(a.f() * b.f()) : Value::Int(a.i() * b.i());
-  if (op == "**") {
-    if (!fl && b.i() >= 0) {
-      int64_t r = 1;
-      for (int64_t k = 0; k < b.i() && k < 64; ++k) r *= a.i();
-      return Value::Int(r);
-    }
-    return Value::Float(std::pow(a.f(), b.f()));
-  }
+  if (!fl && (op == "+" || op == "-" || op == "*" || op == "**")) return IntOp(op, a.i(), b.i());
+  if (op == "+") return Value::Float(a.f() + b.f());
+  if (op == "-") return Value::Float(a.f() - b.f());
+  if (op == "*") return Value::Float(a.f() * b.f());
+  if (op == "**") return Value::Float(std::pow(a.f(), b.f()));
   if (b.f() == 0) return absl::InvalidArgumentError("integer division or modulo by zero");
+  // x // -1 is -x and x % -1 is 0; C++'s / and % on INT64_MIN and -1 are undefined.
+  if (!fl && b.i() == -1) {
+    if (op == "%") return Value::Int(0);
+    if (op == "//" && a.i() == std::numeric_limits<int64_t>::min()) {
+      return absl::InvalidArgumentError(kIntOverflow);  // the quotient is 2^63
+    }
+  }
   if (op == "//") {
     if (fl) return Value::Float(std::floor(a.f() / b.f()));
     int64_t q = a.i() / b.i();

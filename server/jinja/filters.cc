@@ -3,6 +3,7 @@
 // are written against.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,10 @@ absl::StatusOr<Value> Default(const Value& v, const CallArgs& a) {
 
 absl::StatusOr<Value> ToJson(const Value& v, const CallArgs& a) {
   const Value indent = a.Get(1, "indent", Value::None());
+  if (!indent.is_none() && (indent.i() < 0 || indent.i() > 64)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tojson: indent ", indent.i(), " is outside 0..64"));
+  }
   const Value seps = a.Get(2, "separators", Value::None());
   std::string item_sep, key_sep;
   if (seps.is_list() && seps.list().size() == 2)
@@ -62,6 +67,10 @@ absl::StatusOr<Value> Join(const Value& v, const CallArgs& a) {
   for (size_t i = 0; i < items->size(); ++i) {
     if (i) out += sep;
     out += (attr.is_none() ? (*items)[i] : GetItem((*items)[i], attr)).Str();
+    if (static_cast<int64_t>(out.size()) > kMaxStringBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("join: a string longer than ", kMaxStringBytes, " bytes"));
+    }
   }
   return Value::String(out);
 }
@@ -121,6 +130,9 @@ absl::StatusOr<Value> Replace(const Value& v, const CallArgs& a) {
 
 absl::StatusOr<Value> Indent(const Value& v, const CallArgs& a) {
   const Value width = a.Get(0, "width", Value::Int(4));
+  if (!width.is_string() && width.i() > kMaxStringBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("indent: width ", width.i(), " is too large"));
+  }
   const std::string pad =
       width.is_string() ? width.s()
                         : std::string(static_cast<size_t>(std::max<int64_t>(0, width.i())), ' ');
@@ -135,6 +147,10 @@ absl::StatusOr<Value> Indent(const Value& v, const CallArgs& a) {
     const std::string line = s.substr(i, j == std::string::npos ? std::string::npos : j - i);
     if ((line0 ? first : true) && (blank || !line.empty())) out += pad;
     out += line;
+    if (static_cast<int64_t>(out.size()) > kMaxStringBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("indent: a string longer than ", kMaxStringBytes, " bytes"));
+    }
     if (j == std::string::npos) break;
     out += '\n';
     i = j + 1;
@@ -143,14 +159,24 @@ absl::StatusOr<Value> Indent(const Value& v, const CallArgs& a) {
   return Value::String(out);
 }
 
+// A float truncated to an integer, or an error when it has no 64-bit integer value.
+absl::StatusOr<Value> Truncate(double d) {
+  if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0)) {  // NaN fails too
+    return absl::InvalidArgumentError(
+        absl::StrCat("int: ", d, " has no 64-bit integer value (the range is +-2^63)"));
+  }
+  return Value::Int(static_cast<int64_t>(d));
+}
+
 absl::StatusOr<Value> ToInt(const Value& v, const CallArgs& a) {
-  if (v.is_number()) return Value::Int(static_cast<int64_t>(v.f()));
+  if (v.kind() == Value::Kind::kFloat) return Truncate(v.f());
+  if (v.is_number()) return Value::Int(v.i());
   if (v.is_string()) {
     try {
       size_t used = 0;
       const std::string s = v.s();
       const double d = std::stod(s, &used);
-      if (used == s.size()) return Value::Int(static_cast<int64_t>(d));
+      if (used == s.size()) return Truncate(d);
     } catch (const std::exception&) {
     }
   }
@@ -412,8 +438,10 @@ const std::vector<std::pair<std::string, Filter>>& Filters() {
       {"abs",
        [](const Value& v, const CallArgs&) -> absl::StatusOr<Value> {
          if (!v.is_number()) return absl::InvalidArgumentError("abs: not a number");
-         return v.kind() == Value::Kind::kFloat ? Value::Float(std::fabs(v.f()))
-                                                : Value::Int(std::llabs(v.i()));
+         if (v.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(v.f()));
+         if (v.i() == std::numeric_limits<int64_t>::min())
+           return absl::InvalidArgumentError("abs: integer overflow (|-2^63| needs 64 bits)");
+         return Value::Int(std::llabs(v.i()));
        }},
       {"select", [](const Value& v, const CallArgs& a) { return SelectLike(v, a, true, false); }},
       {"reject", [](const Value& v, const CallArgs& a) { return SelectLike(v, a, false, false); }},
@@ -476,7 +504,7 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& v, const Ca
   if (name == "odd" || name == "even" || name == "divisibleby") {
     if (v.kind() != K::kInt)
       return absl::InvalidArgumentError(absl::StrCat("test '", name, "' needs an integer"));
-    if (name == "divisibleby") return arg.i() != 0 && v.i() % arg.i() == 0;
+    if (name == "divisibleby") return arg.i() == -1 || (arg.i() != 0 && v.i() % arg.i() == 0);
     return (v.i() % 2 != 0) == (name == "odd");
   }
   if (name == "eq" || name == "equalto" || name == "==") return Equals(v, arg);

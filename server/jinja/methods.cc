@@ -65,7 +65,8 @@ std::string Replace(const std::string& s, const std::string& from, const std::st
   size_t i = 0;
   for (int64_t n = 0; count < 0 || n < count; ++n) {
     const size_t j = s.find(from, i);
-    if (j == std::string::npos) break;
+    // Past kMaxStringBytes the rest is left as it is: the result is refused as too long.
+    if (j == std::string::npos || static_cast<int64_t>(out.size()) > kMaxStringBytes) break;
     out += s.substr(i, j - i) + to;
     i = j + from.size();
   }
@@ -138,6 +139,10 @@ absl::StatusOr<Value> StrMethod(const std::string& s, const std::string& m, Call
             "sequence item ", i, ": expected str instance, ", (*items)[i].TypeName(), " found"));
       if (i) out += s;
       out += (*items)[i].s();
+      if (static_cast<int64_t>(out.size()) > kMaxStringBytes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("str.join(): a string longer than ", kMaxStringBytes, " bytes"));
+      }
     }
     return Value::String(out);
   }
@@ -251,8 +256,13 @@ absl::StatusOr<List> Iterate(const Value& v) {
       return keys;
     }
     case Value::Kind::kString: {
+      std::vector<std::string> split = SplitCodePoints(v.s());
+      if (static_cast<int64_t>(split.size()) > kMaxValueNodes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("iterating over a string of more than ", kMaxValueNodes, " characters"));
+      }
       List chars;
-      for (std::string& c : SplitCodePoints(v.s())) chars.push_back(Value::String(std::move(c)));
+      for (std::string& c : split) chars.push_back(Value::String(std::move(c)));
       return chars;
     }
     default:
@@ -272,10 +282,11 @@ Value GlobalFunctions(std::time_t now) {
          if (a.positional.empty() || step == 0)
            return absl::InvalidArgumentError("range() needs 1-3 integers, step not 0");
          List out;
-         for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+         for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
            if (out.size() >= (1 << 20))
              return absl::InvalidArgumentError("range() longer than 1048576 items");
            out.push_back(Value::Int(i));
+           if (__builtin_add_overflow(i, step, &i)) break;  // past the end: no more items
          }
          return Value::MakeList(std::move(out));
        })});
@@ -283,7 +294,19 @@ Value GlobalFunctions(std::time_t now) {
     DictItems items;
     if (!a.positional.empty() && a.positional[0].is_mapping()) items = a.positional[0].dict();
     for (const auto& [k, v] : a.keyword) items.push_back({Value::String(k), v});
-    return ns ? Value::Namespace(std::move(items)) : Value::MakeDict(std::move(items));
+    if (ns) {  // what a namespace may hold, as for {% set ns.x = ... %} (renderer.cc)
+      int64_t nodes = 1;
+      for (const auto& [k, v] : items) {
+        nodes += v.nodes();
+        if (v.depth() >= kNamespaceDepth || nodes > kNamespaceNodes) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "namespace(): a namespace cannot hold a namespace, or a value nested deeper than ",
+              kNamespaceDepth - 1, " or of more than ", kNamespaceNodes, " values"));
+        }
+      }
+      return Value::Namespace(std::move(items));
+    }
+    return Value::MakeDict(std::move(items));
   };
   g.push_back({Value::String("namespace"), Value::Callable("namespace", [from_kwargs](CallArgs& a) {
                  return from_kwargs(a, true);

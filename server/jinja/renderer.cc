@@ -8,9 +8,17 @@
 
 namespace pinfer::jinja {
 
-Renderer::Renderer(std::vector<std::pair<std::string, Value>> globals, size_t max_output_bytes)
-    : max_output_(max_output_bytes) {
+Renderer::Renderer(std::vector<std::pair<std::string, Value>> globals, const RenderOptions& options)
+    : max_output_(options.max_output_bytes),
+      max_steps_(options.max_steps),
+      max_work_(options.max_work) {
   frames_.push_back(std::move(globals));
+}
+
+absl::Status Renderer::Step(int line) {
+  if (++steps_ <= max_steps_) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("template line ", line, ": more than ",
+                                                   max_steps_, " loop iterations and macro calls"));
 }
 
 absl::Status Renderer::Error(int line, const std::string& what) const {
@@ -107,6 +115,14 @@ absl::Status Renderer::ExecSet(const Stmt& s, Value v) {
       return Error(s.line, absl::StrCat("cannot assign attribute '", s.attr, "' of '", s.targets[0],
                                         "': only namespace() objects take attributes"));
     }
+    // Only namespaces change after they are made, so bounding what they hold bounds every
+    // value (and a namespace, counted at kNamespaceDepth, can never hold one: no cycles).
+    if (v.depth() >= kNamespaceDepth || v.nodes() > kNamespaceNodes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("template line ", s.line, ": ", s.targets[0], ".", s.attr,
+                       " would hold a namespace, or a value nested deeper than ",
+                       kNamespaceDepth - 1, " or of more than ", kNamespaceNodes, " values"));
+    }
     ns->Set(Value::String(s.attr), std::move(v));
     return absl::OkStatus();
   }
@@ -179,6 +195,7 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& s, std::string* out
   List items;
   if (s.filter) {  // "for x in xs if cond": filtered first, so loop.length counts what is kept
     for (const Value& item : *all) {
+      if (absl::Status st = Step(s.line); !st.ok()) return st;
       frames_.emplace_back();
       absl::Status st = bind(item);
       auto keep = st.ok() ? Eval(*s.filter) : absl::StatusOr<Value>(st);
@@ -191,6 +208,7 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& s, std::string* out
   }
   if (items.empty()) return ExecBody(s.else_body, out);
   for (size_t i = 0; i < items.size(); ++i) {
+    if (absl::Status st = Step(s.line); !st.ok()) return st;
     frames_.emplace_back();
     frames_.back().push_back({"loop", LoopValue(items, i, depth)});
     absl::Status st = bind(items[i]);
@@ -214,6 +232,7 @@ absl::StatusOr<Value> Renderer::CallMacro(const Stmt& s, size_t def_depth, CallA
   if (call_depth_ >= kMaxCallDepth) {
     return Error(s.line, absl::StrCat("macro calls nested deeper than ", kMaxCallDepth));
   }
+  if (absl::Status st = Step(s.line); !st.ok()) return st;
   Frame locals;
   for (size_t i = 0; i < s.params.size(); ++i) {
     const auto& [name, dflt] = s.params[i];

@@ -7,18 +7,20 @@
 
 #include "absl/status/statusor.h"
 #include "server/jinja/ast.h"
+#include "server/jinja/template.h"
 #include "server/jinja/value.h"
 
 namespace pinfer::jinja {
 
 inline constexpr int kMaxCallDepth = 64;  // nested macro calls
-
 class Renderer {
  public:
-  // globals: the context's variables and the global functions (frame 0).
-  Renderer(std::vector<std::pair<std::string, Value>> globals, size_t max_output_bytes);
+  // globals: the context's variables and the global functions (frame 0); options: the
+  // bounds (output, steps, work; options.now is the caller's).
+  Renderer(std::vector<std::pair<std::string, Value>> globals, const RenderOptions& options);
 
   absl::Status Exec(const Body& body, std::string* out);
+  // An expression's value, or an error when it fails or is larger than value.h's bounds.
   absl::StatusOr<Value> Eval(const Expr& e);
 
  private:
@@ -32,6 +34,8 @@ class Renderer {
   Value MakeMacro(const Stmt& s);
   absl::StatusOr<Value> CallMacro(const Stmt& s, size_t def_depth, CallArgs& args);
 
+  absl::StatusOr<Value> EvalNode(const Expr& e);
+  absl::Status Step(int line);  // counts a loop iteration or a macro call against max_steps
   absl::StatusOr<Value> EvalCall(const Expr& e);
   absl::StatusOr<Value> EvalBinary(const Expr& e);
   absl::StatusOr<Value> EvalCompare(const Expr& e);
@@ -44,7 +48,10 @@ class Renderer {
 
   std::vector<Frame> frames_;
   size_t max_output_;
+  int64_t max_steps_, max_work_;
   int call_depth_ = 0;
+  int64_t steps_ = 0;
+  int64_t work_ = 0;  // against max_work_
 };
 
 }  // namespace pinfer::jinja

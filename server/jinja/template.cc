@@ -1,5 +1,6 @@
 #include "server/jinja/template.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/jinja/builtins.h"
 #include "server/jinja/lexer.h"
 #include "server/jinja/parser.h"
@@ -27,10 +28,14 @@ absl::StatusOr<std::string> Template::Render(const Value& context,
       if (k.is_string()) globals.push_back({k.s(), v});
     }
   }
-  Renderer r(std::move(globals), options.max_output_bytes);
+  Renderer r(std::move(globals), options);
   std::string out;
-  absl::Status st = r.Exec(body_, &out);
-  if (!st.ok()) return st;
+  try {
+    absl::Status st = r.Exec(body_, &out);
+    if (!st.ok()) return st;
+  } catch (const std::exception& e) {  // std::bad_alloc, std::length_error: a string too large
+    return absl::ResourceExhaustedError(absl::StrCat("template render failed: ", e.what()));
+  }
   return out;
 }
 

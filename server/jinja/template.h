@@ -15,7 +15,11 @@
 // str.format) so that the caller can fall back to a built-in template; InvalidArgument is
 // a template syntax or runtime error (line named); FailedPrecondition is raise_exception()
 // (the template refusing the conversation: its message, after kRaisedPrefix, is for the
-// client); ResourceExhausted is output over max_output_bytes.
+// client); ResourceExhausted is output over max_output_bytes, or a render past the bounds that
+// keep a hostile template from exhausting the server: values (value.h: nesting, size, string
+// bytes; what a namespace may hold), steps (loop iterations and macro calls) and work (bytes
+// and values computed: RenderOptions). Integer arithmetic that would not fit in 64
+// bits (Python's integers have no bound) is InvalidArgument, never a wrapped value.
 #pragma once
 
 #include <ctime>
@@ -29,9 +33,18 @@
 
 namespace pinfer::jinja {
 
+// What a render may take. The defaults hold every real template on conversations of any size
+// the server accepts; tests and the fuzz target lower them to reach them quickly.
 struct RenderOptions {
   std::optional<std::time_t> now;  // strftime_now's time (local); unset: the current time
   size_t max_output_bytes = 16 << 20;
+  // Loop iterations and macro calls (nested loops over range() could run for hours).
+  int64_t max_steps = int64_t{1} << 18;
+  // Work, counted as the bytes of every string and the values of every list or dict an
+  // expression yields (a name's value is copied each time it is read): a loop within
+  // max_steps over values within value.h's bounds could otherwise copy terabytes (2^18 reads
+  // of a 16 MiB string).
+  int64_t max_work = int64_t{1} << 28;
 };
 
 class Template {

@@ -42,9 +42,21 @@ Value Value::String(std::string s) {
   v.s_ = std::move(s);
   return v;
 }
+int Value::depth() const { return kind_ == Kind::kNamespace ? kNamespaceDepth : depth_; }
+
+int64_t Value::nodes() const { return kind_ == Kind::kNamespace ? kNamespaceNodes : nodes_; }
+
+void Value::Count(const Value& member) const {
+  depth_ = std::max(depth_, member.depth() + 1);
+  // Saturating: a value this large is refused long before the sum could overflow.
+  nodes_ = std::min<int64_t>(nodes_ + member.nodes(), int64_t{1} << 62);
+}
+
 Value Value::MakeList(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  v.depth_ = 1;
+  for (const Value& item : items) v.Count(item);
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
@@ -56,6 +68,8 @@ Value Value::Tuple(List items) {
 Value Value::MakeDict(DictItems items) {
   Value v;
   v.kind_ = Kind::kDict;
+  v.depth_ = 1;
+  for (const auto& [key, value] : items) v.Count(key), v.Count(value);
   v.dict_ = std::make_shared<DictItems>(std::move(items));
   return v;
 }
@@ -118,6 +132,8 @@ Value* Value::Find(const Value& key) const {
 }
 
 void Value::Set(const Value& key, Value v) const {
+  Count(key);  // a replaced member still counts: the figures only bound the value from above
+  Count(v);
   if (Value* old = Find(key)) {
     *old = std::move(v);
   } else if (dict_) {

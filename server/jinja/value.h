@@ -16,6 +16,17 @@
 
 namespace pinfer::jinja {
 
+// What a namespace may hold (its attributes' depth and size: the renderer refuses more, and
+// so a namespace never holds a namespace), and what it counts for in its holders' figures.
+inline constexpr int kNamespaceDepth = 32;
+inline constexpr int64_t kNamespaceNodes = 1 << 16;
+// The most any value made while rendering may be: nesting, values in a tree, bytes in a
+// string. Beyond them the render fails (ResourceExhausted) instead of exhausting the stack,
+// the memory or the time of the server.
+inline constexpr int kMaxValueDepth = 128;
+inline constexpr int64_t kMaxValueNodes = 1 << 20;
+inline constexpr int64_t kMaxStringBytes = 16 << 20;
+
 class Value;
 struct CallArgs;
 using List = std::vector<Value>;
@@ -64,6 +75,13 @@ class Value {
   bool is_mapping() const { return kind_ == Kind::kDict || kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
 
+  // How deep and how large the value is, counted when a list, tuple or dict is built (they are
+  // never changed after: the sandbox has no mutators). A namespace, whose attributes change,
+  // counts as the most its attributes may hold (kNamespaceDepth, kNamespaceNodes), so these
+  // figures bound every walk over the value (printing, tojson, ==, destruction).
+  int depth() const;      // 0 for a scalar; 1 + the deepest member for a container
+  int64_t nodes() const;  // values in the tree, shared members counted each time they appear
+
   bool b() const { return b_; }
   int64_t i() const { return kind_ == Kind::kBool ? b_ : i_; }
   double f() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i()); }
@@ -91,7 +109,11 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  void Count(const Value& member) const;  // adds a member to depth_ and nodes_
+
   bool b_ = false;
+  mutable int32_t depth_ = 0;  // containers: see depth()
+  mutable int64_t nodes_ = 1;  // (mutable: a dict literal is filled through Set)
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;

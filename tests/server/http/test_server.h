@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "server/http/http_server.h"
+#include "tests/testing/sanitizer.h"
 
 namespace pinfer::http::testing {
 
@@ -101,18 +102,7 @@ class TestServer {
   bool released_ = false;                        // guarded by mu_
 };
 
-// Sanitizers keep shadow memory and quarantines: memory figures mean nothing under them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kUnderSanitizer = true;
-#else
-inline constexpr bool kUnderSanitizer = false;
-#endif
-#else
-inline constexpr bool kUnderSanitizer = false;
-#endif
+using pinfer::testing::kUnderSanitizer;  // memory figures mean nothing under sanitizers
 
 // Resident memory of this process in bytes (VmRSS), 0 if unknown.
 inline int64_t ResidentBytes() {
