@@ -36,7 +36,10 @@ std::optional<ApiError> ParseMessages(const json& v, std::vector<ChatMessage>* o
       msg.content = c.get<std::string>();
     } else if (c.is_array()) {  // [{"type": "text", "text": "..."}]
       for (const json& part : c) {
-        const std::string type = part.is_object() ? part.value("type", "") : "";
+        const std::string type =
+            part.is_object() && part.contains("type") && part["type"].is_string()
+                ? part["type"].get<std::string>()
+                : "";
         if (type != "text") {
           return Bad("messages", "content part type '" + type +
                                      "' is not supported: the model reads text parts only");
@@ -273,7 +276,9 @@ std::string ErrorJson(const ApiError& e) {
               {"type", e.type},
               {"param", e.param.empty() ? json() : json(e.param)},
               {"code", e.code.empty() ? json() : json(e.code)}};
-  return json{{"error", err}}.dump();
+  // The message may quote what a client sent outside JSON (a path, a header): bytes that are
+  // not UTF-8 become U+FFFD instead of making dump() throw.
+  return json{{"error", err}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 ApiError ErrorFromStatus(const absl::Status& s) {

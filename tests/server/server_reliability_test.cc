@@ -194,6 +194,41 @@ TEST_F(ServerReliabilityTest, ChunkedBodyOverTheLimitIsRefusedInTheApiShape) {
   EXPECT_EQ(Metric("requests_accepted_total"), 0);
 }
 
+// What the fuzz targets found in requests (tests/fuzz/regressions/): bytes that are not UTF-8
+// in a path or a header, quoted in the error's JSON, made nlohmann's dump() throw on the I/O
+// thread (std::terminate: the whole server died, unauthenticated, in one packet); a content
+// part whose type is not a string threw in the parser. Each now gets its error answer, and
+// the server stays up.
+TEST_F(ServerReliabilityTest, MalformedBytesGetErrorAnswersNotACrash) {
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  Start(path);
+  struct Case {
+    std::string request;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"GET /\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n", 404},
+      {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: \xc3\x28zip\r\n"
+       "Content-Length: 2\r\n\r\n{}",
+       415},
+      {RawPost("/v1/chat/completions",
+               R"({"messages": [{"role": "user", "content": [{"type": 1, "text": "x"}]}]})"),
+       400}};
+  for (const Case& c : cases) {
+    const int fd = ConnectTcp(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, c.request));
+    const std::string got = ReadFor(fd, 10'000, "}}");
+    ::close(fd);
+    EXPECT_EQ(StatusOf(got), c.status) << got.substr(0, 300);
+    const size_t body = got.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos) << got;
+    const json j = json::parse(got.substr(body + 4), nullptr, /*allow_exceptions=*/false);
+    EXPECT_TRUE(j.contains("error") && j["error"]["message"].is_string()) << got;
+  }
+  EXPECT_EQ(HttpClient(port_).Get("/health").status, 200);
+}
+
 // Reads a streamed answer to its end (the chunked body's last chunk) or the timeout.
 std::string ReadStream(int fd) { return ReadFor(fd, 30'000, "\r\n0\r\n\r\n"); }
 
