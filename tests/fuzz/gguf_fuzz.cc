@@ -1,6 +1,7 @@
 // libFuzzer target for the GGUF reader: any byte string must parse to ok or an error; on ok,
 // every metadata value and every byte of every tensor's data is read (ASan checks bounds).
-// Built only with -DPAGEDINFER_FUZZ=ON and clang (see tests/CMakeLists.txt).
+// Built with -DPAGEDINFER_FUZZ=ON and clang as a fuzzer, and in every build as a replay test
+// of its seed corpus (tests/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
