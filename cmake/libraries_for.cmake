@@ -14,6 +14,7 @@ function(pagedinfer_libraries_for src out)
     "tests/testing/reference_forward.h" pagedinfer_testing_reference
     "tests/testing/synth_models.h" pagedinfer_testing_synth
     "tests/testing/cli_process.h" pagedinfer_testing_cli
+    "tests/testing/memory_limits.h" pagedinfer_testing_limits
     "tests/testing/prometheus_text.h" pagedinfer_testing_prometheus)
   file(STRINGS ${src} incs REGEX "^#include \"")
   set(libs)

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
 #include "kvcache/kv_dtype.h"
+#include "loaders/byte_size.h"  // FormatBytes, ParseBytes: the ledger's units
 
 namespace pinfer {
 
@@ -123,7 +124,5 @@ struct MemoryLedger {
 // sequence is not an error: the ledger says fits = false and why.
 absl::StatusOr<MemoryLedger> ComputeLedger(const PlanInput& input, const LedgerOptions& options);
 
-// "3.56 GiB", "512.00 KiB", "100 B".
-std::string FormatBytes(uint64_t bytes);
 
 }  // namespace pinfer

@@ -17,18 +17,6 @@ std::string Row(std::string_view label, uint64_t bytes, std::string_view note = 
 
 }  // namespace
 
-std::string FormatBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  double v = static_cast<double>(bytes) / 1024.0;
-  int unit = 0;
-  while (v >= 1024.0 && unit < 3) {
-    v /= 1024.0;
-    ++unit;
-  }
-  return absl::StrFormat("%.2f %s", v, kUnits[unit]);
-}
-
 std::string MemoryLedger::ToText() const {
   std::string out = absl::StrFormat(
       "memory ledger: %s (%s), KV %s, blocks of %d tokens, max_model_len %d, max_num_seqs %d, "

@@ -133,32 +133,6 @@ std::string Args::Help() const {
   return out;
 }
 
-absl::StatusOr<uint64_t> ParseBytes(const std::string& text) {
-  absl::string_view t = text;
-  double mult = 1;
-  struct Suffix {
-    const char* s;
-    double m;
-  };
-  static constexpr Suffix kSuffixes[] = {
-      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
-      {"K", 1024.0},   {"M", 1048576.0},   {"G", 1073741824.0},   {"T", 1099511627776.0},
-      {"B", 1.0}};
-  for (const Suffix& s : kSuffixes) {
-    if (absl::ConsumeSuffix(&t, s.s)) {
-      mult = s.m;
-      break;
-    }
-  }
-  double v;
-  if (!absl::SimpleAtod(t, &v) || v < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a size (examples: 16GiB, 512MiB, 1000000)"));
-  }
-  return static_cast<uint64_t>(v * mult);
-}
-
 int Fail(const absl::Status& s, int rc) {
   std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
   return rc;

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "loaders/byte_size.h"
 
 namespace pinfer::cli {
 
@@ -49,8 +50,8 @@ class Args {
   bool help_ = false;
 };
 
-// Parses "16GiB", "512MiB", "4G", "1000000" into bytes.
-absl::StatusOr<uint64_t> ParseBytes(const std::string& text);
+// Parses "16GiB", "512MiB", "4G", "1000000" into bytes (loaders/byte_size.h).
+using ::pinfer::ParseBytes;
 
 // Runs parse; prints help (exit 0) or the error plus a hint (exit 2). Returns -1 to go on.
 int ParseOrExit(Args& args, int argc, char** argv);

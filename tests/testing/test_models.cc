@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 namespace pinfer::testing {
 
@@ -29,6 +31,13 @@ std::string TempDir(const std::string& tag) {
       std::filesystem::temp_directory_path() / ("pagedinfer-" + tag + "-" + std::to_string(rd()));
   std::filesystem::create_directories(p);
   return p.string();
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace pinfer::testing

@@ -18,6 +18,9 @@ std::string SourcePath(const std::string& relative);
 // A fresh, empty temporary directory for one test (removed by the OS's tmp cleaning).
 std::string TempDir(const std::string& tag);
 
+// The whole content of a file ("" when it cannot be read): logs, /proc and cgroup files.
+std::string ReadTextFile(const std::string& path);
+
 }  // namespace pinfer::testing
 
 // Skips the current test, naming the folder, when a shared model file is absent.

@@ -163,11 +163,5 @@ TEST(MemoryLedger, JsonAndText) {
   EXPECT_NE(text.find("fits: yes"), std::string::npos);
 }
 
-TEST(FormatBytes, Units) {
-  EXPECT_EQ(FormatBytes(100), "100 B");
-  EXPECT_EQ(FormatBytes(524288), "512.00 KiB");
-  EXPECT_EQ(FormatBytes(16 * kGiB), "16.00 GiB");
-}
-
 }  // namespace
 }  // namespace pinfer
