@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,12 +56,20 @@ void BM_MatMul(benchmark::State& state, GgmlType t) {
   const int n_tokens = static_cast<int>(state.range(0));
   const OwnedMatrix& m = MatrixOf(t);
   static ThreadPool pool(0);
+  auto ws = CpuWorkspace::ForMatMul(kDim, n_tokens, pool.size());
+  if (!ws.ok()) {
+    state.SkipWithError(std::string(ws.status().message()).c_str());
+    return;
+  }
   std::vector<float> x(static_cast<size_t>(n_tokens * kDim)), y(x.size());
   std::mt19937 rng(5);
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   for (float& v : x) v = gauss(rng);
   for (auto _ : state) {
-    MatMul(m.w, x.data(), n_tokens, y.data(), pool);
+    if (!MatMul(m.w, x.data(), n_tokens, y.data(), pool, **ws).ok()) {
+      state.SkipWithError("MatMul refused its workspace");
+      return;
+    }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

@@ -38,6 +38,16 @@ struct ForwardBatch {
 absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int n_vocab,
                            int max_tokens);
 
+// The host memory holding the weights a backend reads (see Backend::Weights).
+struct WeightResidency {
+  uint64_t bytes = 0;     // the weights' pages
+  uint64_t resident = 0;  // of those, in memory now
+  // Of bytes, pages of the model file(s) mapped into memory: unless locked, the OS may drop
+  // them under memory pressure and read them back from the file mid-conversation.
+  uint64_t mapped = 0;
+  bool locked = false;  // mlock()ed (--mlock): never dropped
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -46,16 +56,31 @@ class Backend {
   virtual absl::Status Forward(const ForwardBatch& batch, KvCache& cache, float* logits) = 0;
   // Bytes of working memory the backend holds for a step of max_tokens tokens.
   virtual uint64_t WorkspaceBytes() const = 0;
-  // Called once before the ledger is computed: allocate now every buffer whose size follows
-  // the engine's limits (block tables for max_num_seqs sequences of max_model_len, attention
-  // scratch for max_model_len positions), so WorkspaceBytes() counts them before the KV pool
-  // takes the rest and no step has to grow them later.
+  // Called before the ledger is computed, with the engine's limits: a device backend
+  // allocates now every buffer whose size follows them (block tables for max_num_seqs
+  // sequences of max_model_len, ...), so WorkspaceBytes() counts them before the KV pool
+  // takes the rest and no step has to grow them later; a host backend lays its workspace out
+  // (the ledger computes the same bytes) and allocates it in Commit.
   virtual absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) {
     (void)max_num_seqs;
     (void)max_model_len;
     (void)block_size;
     return absl::OkStatus();
   }
+
+  // Called once the ledger says the configuration fits, before the KV pool is made: commit
+  // the memory the backend will use, so that it is resident from now on (the CPU: the
+  // weights' pages faulted in, the workspace allocated with every page written), locking it
+  // (and the pool MakeKvStorage makes) when lock_memory (--mlock). Errors name the line and,
+  // for a refused lock, the memlock limit.
+  virtual absl::Status Commit(bool lock_memory) {
+    (void)lock_memory;
+    return absl::OkStatus();
+  }
+  // What Commit did, for the start-up line ("" when nothing).
+  virtual std::string CommitSummary() const { return ""; }
+  // The weights' host pages (host backends; a device backend keeps the default: none).
+  virtual WeightResidency Weights() const { return {}; }
 
   // Device backends (a host backend keeps the defaults):
   // Bytes of device memory the engine may budget from, measured when the backend started
@@ -65,7 +90,7 @@ class Backend {
   // 0: use the configured reserve. The engine takes the larger of the two.
   virtual uint64_t MeasuredReserve() const { return 0; }
   // Storage for a KV pool of num_blocks x block_bytes that Forward can read and write;
-  // nullptr: host memory (KvCache allocates it).
+  // nullptr: host memory (KvCache allocates it). The CPU backend commits its own.
   virtual absl::StatusOr<std::unique_ptr<KvStorage>> MakeKvStorage(size_t block_bytes,
                                                                    int64_t num_blocks) {
     (void)block_bytes;

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/logprobs.h"
-#include "engine/memory/system_memory.h"
 #include "engine/param_error.h"
 
 namespace pinfer {
@@ -14,19 +13,48 @@ namespace pinfer {
 Engine::Engine(const Model& model, EngineConfig config) : model_(model), config_(config) {}
 Engine::~Engine() = default;
 
-std::vector<LineUsage> Engine::LineUsages() const {
+namespace {
+
+// What the report says of the weights' pages.
+std::string WeightsNote(const WeightResidency& w) {
+  if (w.bytes == 0) return "";
+  if (w.locked) return "locked in memory (--mlock)";
+  if (w.mapped == 0) return "held by the model (repacked at load)";
+  return absl::StrCat(FormatBytes(w.mapped),
+                      " mapped from the model file: under memory pressure "
+                      "the OS may drop these pages and read them back mid-conversation "
+                      "(--mlock pins them)");
+}
+
+}  // namespace
+
+StageRecord Engine::Stage(std::string_view name) const {
   const OccupancyReport kv = cache_->Report();
-  std::vector<LineUsage> lines = {
-      {std::string(kLineWeights), ledger_.weights_bytes, ledger_.weights_bytes},
-      {std::string(kLineKvCache), static_cast<uint64_t>(kv.blocks_used) * cache_->block_bytes(),
-       kv.bytes_reserved},
-      {std::string(kLineWorkspace), backend_->WorkspaceBytes(), ledger_.workspace_bytes},
-      {std::string(kLineReserve), 0, ledger_.reserve_bytes},
+  const WeightResidency w = backend_->Weights();
+  const bool host = ledger_.host;
+  const uint64_t weights = host ? w.resident : ledger_.weights_bytes;
+  // On the host the engine's logits rows are part of the workspace line.
+  const uint64_t workspace =
+      backend_->WorkspaceBytes() + (host ? logits_.size() * sizeof(float) : 0);
+  const uint64_t kv_used = static_cast<uint64_t>(kv.blocks_used) * cache_->block_bytes();
+  StageRecord r;
+  r.stage = std::string(name);
+  r.lines = {
+      {std::string(kLineWeights), ledger_.weights_bytes, weights, weights, WeightsNote(w)},
+      {std::string(kLineKvCache), ledger_.kv_pool_bytes, kv.bytes_reserved, kv_used, ""},
+      {std::string(kLineWorkspace), ledger_.workspace_bytes, workspace, workspace, ""},
+      {std::string(kLineReserve), ledger_.reserve_bytes, 0, 0, "an allowance"},
   };
   if (ledger_.graph_bytes > 0 || backend_->GraphBytes() > 0) {
-    lines.push_back({std::string(kLineGraphs), backend_->GraphBytes(), ledger_.graph_bytes});
+    r.lines.push_back({std::string(kLineGraphs), ledger_.graph_bytes, backend_->GraphBytes(),
+                       backend_->GraphBytes(), ""});
   }
-  return lines;
+  if (host) {
+    r.process_bytes = process_bytes_;
+    r.ledger_bytes = weights + kv.bytes_reserved + workspace;
+  }
+  r.rss_bytes = ResidentBytes().value_or(0);
+  return r;
 }
 
 void Engine::RecordStages(const std::vector<ScheduledChunk>& chunks) {
@@ -37,22 +65,20 @@ void Engine::RecordStages(const std::vector<ScheduledChunk>& chunks) {
   }
   if (prefill && !seen_prefill_) {
     seen_prefill_ = true;
-    report_->Record(kStageFirstPrefill, LineUsages());
+    report_->Record(Stage(kStageFirstPrefill));
   }
   if (decode_only && !seen_decode_) {
     seen_decode_ = true;
-    report_->Record(kStageDecoding, LineUsages());
+    report_->Record(Stage(kStageDecoding));
   }
   if (scheduler_->num_running() > stats_.max_running || peak_.stage.empty()) {
-    peak_.stage = std::string(kStagePeakConcurrency);
-    peak_.lines = LineUsages();
-    peak_.rss_bytes = ResidentBytes().value_or(0);
+    peak_ = Stage(kStagePeakConcurrency);
   }
 }
 
 MemoryReport Engine::memory_report() const {
   MemoryReport r = *report_;
-  if (!peak_.stage.empty()) r.Record(peak_.stage, peak_.lines, peak_.rss_bytes);
+  if (!peak_.stage.empty()) r.Record(peak_);
   return r;
 }
 

@@ -29,17 +29,24 @@ namespace pinfer {
 struct EngineConfig {
   KvDtype kv_dtype = KvDtype::kF16;
   KvLayout kv_layout = KvLayout::kPaged;
-  int block_size = 16;
+  int block_size = kDefaultBlockSize;
   int max_model_len = 0;  // 0: the model's context length, at most 4096
-  int max_num_seqs = 16;
-  int max_num_batched_tokens = 512;
+  int max_num_seqs = kDefaultMaxNumSeqs;
+  int max_num_batched_tokens = kDefaultMaxNumBatchedTokens;
   int admission_headroom = 32;  // see SchedulerConfig
   bool prefix_caching = true;
-  uint64_t kv_cache_memory = 0;          // KV pool bytes; 0: from memory_utilization
-  double memory_utilization = 0.9;       // of detected memory (available RAM on the CPU)
-  uint64_t reserve_bytes = 64ull << 20;  // runtime reserve line of the ledger
-  int threads = 0;                       // 0: all hardware threads
-  int max_waiting = 1024;                // queued requests beyond this are refused
+  // The KV pool (memory_ledger.h): kv_cache_memory bytes when given; else max_num_seqs
+  // sequences of max_model_len, capped by memory_utilization of the memory available (host:
+  // available RAM within any cgroup limit; device: free device memory).
+  uint64_t kv_cache_memory = 0;
+  double memory_utilization = kDefaultMemoryUtilization;
+  uint64_t reserve_bytes = kDefaultCpuReserveBytes;  // runtime reserve line of the ledger
+  int threads = 0;                                   // 0: all hardware threads
+  int max_waiting = 1024;                            // queued requests beyond this are refused
+  // Lock the weights, the workspace and the KV pool in memory (mlock, llama.cpp's --mlock),
+  // so the OS never drops or swaps them; start fails, naming the memlock limit, if refused.
+  // Host memory only: a device backend's weights and pool are device memory (no effect).
+  bool mlock = false;
   // Device backends: run every step eagerly instead of replaying CUDA graphs captured for
   // decode steps at start (no effect on the CPU).
   bool enforce_eager = false;
@@ -88,8 +95,11 @@ struct EngineStats {
 
 class Engine {
  public:
-  // backend == nullptr: the CPU backend. The model must outlive the engine. Prints one line
-  // to stderr with the pool's tokens, blocks and concurrency at max_model_len (unless quiet).
+  // backend == nullptr: the CPU backend. The model must outlive the engine. Computes the
+  // memory ledger and refuses to start (ResourceExhausted, the ledger's message: needed,
+  // available, the longest max_model_len that fits) when the configuration does not fit;
+  // then commits the memory (Backend::Commit, the KV pool) before warm-up. Prints the pool's
+  // lines to stderr (pool_summary(), unless quiet).
   static absl::StatusOr<std::unique_ptr<Engine>> Create(const Model& model, EngineConfig config,
                                                         std::unique_ptr<Backend> backend = nullptr,
                                                         bool quiet = false);
@@ -122,7 +132,8 @@ class Engine {
   // ledger line's allocated and reserved bytes and the process's resident memory.
   MemoryReport memory_report() const;
 
-  // The ledger the pool was sized from, and the line printed at start.
+  // The ledger the pool was sized from, and the lines printed at start (the pool: tokens,
+  // blocks, the bound that sized it, how it was committed; then what the backend committed).
   const MemoryLedger& ledger() const { return ledger_; }
   const std::string& pool_summary() const { return pool_summary_; }
 
@@ -134,13 +145,15 @@ class Engine {
   void EmitText(Sequence* seq, SequenceOutput* out);
   void Finish(Sequence* seq, FinishReason reason);
   SequenceOutput OutputFor(const Sequence& seq) const;
-  std::vector<LineUsage> LineUsages() const;
+  // The ledger's lines now (predicted, allocated, used), resident memory and the difference.
+  StageRecord Stage(std::string_view name) const;
   void RecordStages(const std::vector<ScheduledChunk>& chunks);
   ForwardBatch BuildBatch(const std::vector<ScheduledChunk>& chunks, std::vector<int>* rows);
   // Engine::Create's steps after the ledger (engine_start.cc).
   absl::Status CreateCacheAndScheduler();
   void AnnouncePool(bool quiet);
   void StartMemoryReport();
+  absl::Status CommitMemory();
   absl::Status WarmUp(bool quiet);
   absl::Status ForwardScratchToken();
 
@@ -151,7 +164,9 @@ class Engine {
   std::unique_ptr<Scheduler> scheduler_;
   std::map<SeqId, std::unique_ptr<Sequence>> seqs_;
   std::map<int64_t, std::vector<SeqId>> requests_;
-  std::vector<float> logits_;  // [max_num_batched_tokens x n_vocab] at most
+  std::vector<float> logits_;    // [min(max_num_seqs, max_num_batched_tokens) x n_vocab]
+  std::string storage_summary_;  // how the KV pool was committed (KvStorage::Describe)
+  uint64_t process_bytes_ = 0;   // binary, libraries, heap: measured once at start
   LogitsObserver logits_observer_;
   std::unique_ptr<MemoryReport> report_;
   bool seen_prefill_ = false, seen_decode_ = false;

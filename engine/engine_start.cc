@@ -1,14 +1,16 @@
 // Engine::Create in named steps, in the order they run:
 //   1. resolve the limits (defaults filled in, impossible ones refused);
-//   2. build the backend (the CPU's when none is given) and let it reserve for the limits;
-//   3. compute the ledger: weights, workspace, reserve and graphs off the budget, the KV pool
-//      is the rest (refusing to start when one max_model_len sequence cannot fit);
-//   4. size the pool: without an explicit pool size, no more blocks than max_num_seqs
-//      sequences of max_model_len can use;
-//   5. create the KV cache (in the backend's storage) and the scheduler;
+//   2. build the backend (the CPU's when none is given) and give it the limits;
+//   3. compute the ledger (ComputeLedger, the one function `plan` and the report use too):
+//      the pool is --kv-cache-memory, or max_num_seqs sequences of max_model_len capped by
+//      the budget; refuse to start, with the ledger's message, when it does not fit;
+//   4. commit the memory: the backend's (weights paged in, workspace written, locked with
+//      --mlock), then the process's own memory is measured once;
+//   5. create the KV cache (its pool committed, in the backend's storage) and the scheduler;
 //   6. announce the pool and start the memory report;
 //   7. warm up: one token through the model, then capture CUDA graphs (unless eager).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -24,10 +26,11 @@
 namespace pinfer {
 namespace {
 
-// Step 1. Fills in max_model_len (the model's context length, at most 4096) and refuses
+// Step 1. Fills in max_model_len (DefaultMaxModelLen: the model's context length, at most
+// 4096) and refuses
 // batch limits the scheduler cannot work with.
 absl::Status ResolveLimits(const ModelConfig& mc, EngineConfig* config) {
-  if (config->max_model_len <= 0) config->max_model_len = std::min(mc.context_length, 4096);
+  if (config->max_model_len <= 0) config->max_model_len = DefaultMaxModelLen(mc.context_length);
   if (config->max_num_seqs < 1 || config->max_num_batched_tokens < config->max_num_seqs) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_num_batched_tokens (", config->max_num_batched_tokens,
@@ -61,80 +64,56 @@ absl::StatusOr<std::unique_ptr<Backend>> BuildBackend(const Model& model,
   return backend;
 }
 
-// The ledger's options: the engine's limits and what the backend measured.
-LedgerOptions LedgerOptionsFor(const EngineConfig& config, const Backend& backend) {
+// The ledger's options: the engine's limits, the device and the memory it has (the device's
+// free memory as the backend measured it, or the host's available RAM now).
+absl::StatusOr<LedgerOptions> LedgerOptionsFor(const EngineConfig& config, const Backend& backend) {
   LedgerOptions opt;
   opt.kv_dtype = config.kv_dtype;
   opt.block_size = BlockSlots(config);
   opt.max_model_len = config.max_model_len;
   opt.max_num_seqs = config.max_num_seqs;
   opt.max_num_batched_tokens = config.max_num_batched_tokens;
+  opt.host = backend.DetectedMemory() == 0;
+  opt.threads = config.threads;
   opt.reserve_bytes = std::max(config.reserve_bytes, backend.MeasuredReserve());
   // A device backend's step buffers are measured, not bounded: the line takes the larger.
-  if (backend.DetectedMemory() > 0) opt.workspace_floor_bytes = backend.WorkspaceBytes();
+  if (!opt.host) opt.workspace_floor_bytes = backend.WorkspaceBytes();
   // CUDA graphs are captured after the KV pool exists (they point into it), so their memory
   // is set aside here, before the pool is sized, from the backend's estimate; the measured
   // figure is what the memory report shows for the line.
   if (!config.enforce_eager) opt.graph_bytes = backend.GraphReserveBytes(config.max_num_seqs);
-  opt.budget_option = config.kv_cache_memory > 0
-                          ? "the budget (weights + workspace + reserve + --kv-cache-memory)"
-                          : "the budget (--memory-utilization x detected memory)";
+  opt.memory_utilization = config.memory_utilization;
+  opt.kv_cache_memory = config.kv_cache_memory;
+  if (opt.host) {
+    absl::StatusOr<AvailableMemory> available = AvailableHostMemory();
+    if (!available.ok()) return available.status();
+    opt.available_bytes = available->bytes;
+    opt.available_source = available->source;
+  } else {
+    opt.available_bytes = backend.DetectedMemory();
+    opt.available_source = "free device memory";
+  }
+  opt.budget_option = "the budget (--memory-utilization x available memory)";
   return opt;
 }
 
-// Without --kv-cache-memory the budget is memory_utilization of the detected memory (the
-// device's, or available RAM for a host backend); *source says so for the refusal message.
-absl::Status SetBudget(const EngineConfig& config, const Backend& backend, LedgerOptions* opt,
-                       std::string* source) {
-  if (config.kv_cache_memory > 0) {
-    opt->budget_bytes = 0;  // the pool is given directly
-    return absl::OkStatus();
-  }
-  if (!(config.memory_utilization > 0 && config.memory_utilization <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("memory utilization ", config.memory_utilization, " must be in (0, 1]"));
-  }
-  const uint64_t device = backend.DetectedMemory();
-  const uint64_t detected = device > 0 ? device : AvailableHostMemory();
-  opt->budget_bytes = static_cast<uint64_t>(detected * config.memory_utilization);
-  *source = absl::StrFormat("%.2f of %s %s", config.memory_utilization, FormatBytes(detected),
-                            device > 0 ? "free device memory" : "available RAM");
-  return absl::OkStatus();
-}
-
-// Step 3. The ledger for the model under the engine's limits; ResourceExhausted (naming the
-// budget) when one max_model_len sequence does not fit.
+// Step 3. The ledger for the model under the engine's limits; ResourceExhausted with its
+// message when the configuration does not fit.
 absl::StatusOr<MemoryLedger> ComputeEngineLedger(const Model& model, const EngineConfig& config,
                                                  const Backend& backend) {
   auto input = PlanInputFromModel(model);
   if (!input.ok()) return input.status();
-  LedgerOptions opt = LedgerOptionsFor(config, backend);
-  std::string budget_source;
-  if (absl::Status s = SetBudget(config, backend, &opt, &budget_source); !s.ok()) return s;
-  auto ledger = config.kv_cache_memory > 0
-                    ? ComputeLedgerForPool(*input, opt, config.kv_cache_memory)
-                    : ComputeLedger(*input, opt);
+  auto opt = LedgerOptionsFor(config, backend);
+  if (!opt.ok()) return opt.status();
+  auto ledger = ComputeLedger(*input, *opt);
   if (!ledger.ok()) return ledger.status();
   if (!ledger->fits) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("refusing to start: ", ledger->message,
-                     budget_source.empty() ? "" : absl::StrCat(" (Budget: ", budget_source, ".)")));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "refusing to start: ", ledger->message,
+        ledger->budget_source.empty() ? ""
+                                      : absl::StrCat(" (Budget: ", ledger->budget_source, ".)")));
   }
   return ledger;
-}
-
-// Step 4. Without an explicit pool size, never reserve more blocks than max_num_seqs
-// sequences of max_model_len can use: on the CPU the rest of the budget stays free for
-// everything else.
-void SizePool(const EngineConfig& config, MemoryLedger* ledger) {
-  if (config.kv_cache_memory > 0) return;
-  const int64_t useful = ledger->blocks_per_sequence * config.max_num_seqs;
-  if (ledger->kv_pool_blocks <= useful) return;
-  ledger->kv_pool_blocks = useful;
-  ledger->kv_pool_tokens = useful * BlockSlots(config);
-  ledger->kv_pool_bytes = static_cast<uint64_t>(useful) * ledger->kv_bytes_per_block;
-  ledger->max_concurrency = config.max_num_seqs;
-  ledger->max_model_len_fit = ledger->kv_pool_tokens;
 }
 
 }  // namespace
@@ -147,15 +126,27 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Model& model, Engin
   if (!built.ok()) return built.status();
   auto ledger = ComputeEngineLedger(model, config, **built);
   if (!ledger.ok()) return ledger.status();
-  SizePool(config, &*ledger);
   std::unique_ptr<Engine> e(new Engine(model, config));
   e->ledger_ = *std::move(ledger);
   e->backend_ = *std::move(built);
+  if (absl::Status s = e->CommitMemory(); !s.ok()) return s;
   if (absl::Status s = e->CreateCacheAndScheduler(); !s.ok()) return s;
   e->AnnouncePool(quiet);
   e->StartMemoryReport();
   if (absl::Status s = e->WarmUp(quiet); !s.ok()) return s;
   return e;
+}
+
+// Step 4. The backend commits its memory (locked with --mlock); what the process holds
+// beside it (binary, libraries, heap) is then measured, once: the resident set less the
+// weights' resident pages and the workspace.
+absl::Status Engine::CommitMemory() {
+  if (absl::Status s = backend_->Commit(config_.mlock); !s.ok()) return s;
+  if (!ledger_.host) return absl::OkStatus();
+  const uint64_t rss = ResidentBytes().value_or(0);
+  const uint64_t counted = backend_->Weights().resident + backend_->WorkspaceBytes();
+  process_bytes_ = rss > counted ? rss - counted : 0;
+  return absl::OkStatus();
 }
 
 // Step 5. The KV cache of the ledger's pool, in the backend's storage, and the scheduler
@@ -171,6 +162,7 @@ absl::Status Engine::CreateCacheAndScheduler() {
   kc.prefix_caching = config_.prefix_caching && config_.kv_layout == KvLayout::kPaged;
   auto storage = backend_->MakeKvStorage(ledger_.kv_bytes_per_block, ledger_.kv_pool_blocks);
   if (!storage.ok()) return storage.status();
+  if (*storage) storage_summary_ = (*storage)->Describe();
   auto cache = KvCache::Create(kc, *std::move(storage));
   if (!cache.ok()) return cache.status();
   cache_ = *std::move(cache);
@@ -178,19 +170,31 @@ absl::Status Engine::CreateCacheAndScheduler() {
       SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
                       config_.admission_headroom},
       *cache_);
-  logits_.resize(static_cast<size_t>(config_.max_num_batched_tokens) * mc.n_vocab);
+  // A step samples at most one row per running sequence (the ledger's "logits" part).
+  const size_t rows =
+      static_cast<size_t>(std::min(config_.max_num_seqs, config_.max_num_batched_tokens));
+  logits_.resize(rows * static_cast<size_t>(mc.n_vocab));
   return absl::OkStatus();
 }
 
-// Step 6a. The pool's one line (tokens, blocks, concurrency at max_model_len), printed unless
-// quiet.
+// Step 6a. The pool's line (tokens, blocks, the bound that sized it, how it was committed,
+// concurrency at max_model_len) and the backend's, printed unless quiet.
 void Engine::AnnouncePool(bool quiet) {
+  const int64_t seqs = ledger_.max_concurrency;
   pool_summary_ = absl::StrFormat(
-      "KV pool: %d tokens in %d blocks of %d (%s, %s %s); max_model_len %d fits %d sequences "
-      "at once",
+      "KV pool: %d tokens in %d blocks of %d (%s, %s %s), %s%s; max_model_len %d fits %d "
+      "sequence%s at once",
       ledger_.kv_pool_tokens, ledger_.kv_pool_blocks, cache_->block_size(),
       FormatBytes(ledger_.kv_pool_bytes), Sv(KvDtypeName(config_.kv_dtype)),
-      Sv(KvLayoutName(config_.kv_layout)), config_.max_model_len, ledger_.max_concurrency);
+      Sv(KvLayoutName(config_.kv_layout)), ledger_.PoolBoundText(),
+      storage_summary_.empty() ? "" : absl::StrCat("; ", storage_summary_), config_.max_model_len,
+      seqs, seqs == 1 ? "" : "s");
+  if (const std::string committed = backend_->CommitSummary(); !committed.empty()) {
+    absl::StrAppend(&pool_summary_, "\nmemory: ", committed);
+    if (const uint64_t rss = ResidentBytes().value_or(0); rss > 0) {
+      absl::StrAppend(&pool_summary_, "; the process holds ", FormatBytes(rss), " resident");
+    }
+  }
   if (!quiet) std::fprintf(stderr, "%s\n", pool_summary_.c_str());
 }
 
@@ -208,7 +212,7 @@ void Engine::StartMemoryReport() {
   header.device = backend_->name();
   header.version = BuildInfo();
   report_ = std::make_unique<MemoryReport>(header);
-  report_->Record(kStageAfterLoad, LineUsages());
+  report_->Record(Stage(kStageAfterLoad));
 }
 
 // Step 7. One token through a scratch sequence, so buffers are touched before the first
@@ -229,7 +233,7 @@ absl::Status Engine::WarmUp(bool quiet) {
                    FormatBytes(took).c_str(), FormatBytes(ledger_.graph_bytes).c_str());
     }
   }
-  report_->Record(kStageWarmUp, LineUsages());
+  report_->Record(Stage(kStageWarmUp));
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kvcache/kv_cache_impl.h"
 #include "loaders/absl_compat.h"
 
@@ -18,26 +19,27 @@ namespace pinfer {
 namespace {
 
 constexpr int kMinBlockSize = 8, kMaxBlockSize = 256;
-constexpr size_t kHostAlign = 64;
 
 // One 64-byte-aligned host allocation of num_blocks x block_bytes.
 class HostKvStorage final : public KvStorage {
  public:
-  HostKvStorage(size_t block_bytes, int64_t num_blocks) : block_bytes_(block_bytes) {
-    const size_t bytes = block_bytes * static_cast<size_t>(num_blocks);
-    const size_t rounded = (bytes + kHostAlign - 1) / kHostAlign * kHostAlign;
-    if (rounded > 0) data_ = static_cast<uint8_t*>(std::aligned_alloc(kHostAlign, rounded));
-  }
-  ~HostKvStorage() override { std::free(data_); }
-  uint8_t* base() override { return data_; }
+  HostKvStorage(std::unique_ptr<CommittedMemory> memory, size_t block_bytes)
+      : memory_(std::move(memory)), block_bytes_(block_bytes) {}
+  uint8_t* base() override { return memory_ ? memory_->data() : nullptr; }
   void CopyBlock(int32_t src, int32_t dst) override {
-    std::memcpy(data_ + static_cast<size_t>(dst) * block_bytes_,
-                data_ + static_cast<size_t>(src) * block_bytes_, block_bytes_);
+    std::memcpy(base() + static_cast<size_t>(dst) * block_bytes_,
+                base() + static_cast<size_t>(src) * block_bytes_, block_bytes_);
+  }
+  std::string Describe() const override {
+    if (!memory_) return "";
+    return absl::StrCat("committed in ", absl::StrFormat("%.2f", memory_->commit_seconds()), " s",
+                        memory_->huge_pages() ? ", transparent huge pages requested" : "",
+                        memory_->locked() ? ", locked" : "");
   }
 
  private:
+  std::unique_ptr<CommittedMemory> memory_;
   size_t block_bytes_;
-  uint8_t* data_ = nullptr;
 };
 
 int LayoutBlockSize(const KvCacheConfig& c) {
@@ -188,9 +190,15 @@ std::unique_ptr<KvStorage> KvCache::NoStorage() {
   return std::make_unique<AccountingOnlyStorage>();
 }
 
-std::unique_ptr<KvStorage> KvCache::HostStorage(const KvCacheConfig& config, int64_t num_blocks) {
-  const auto block = KvBlockBytes(config);
-  return std::make_unique<HostKvStorage>(block.ok() ? *block : 0, std::max<int64_t>(0, num_blocks));
+absl::StatusOr<std::unique_ptr<KvStorage>> KvCache::CommittedHostStorage(
+    size_t block_bytes, int64_t num_blocks, CommittedMemory::Options options) {
+  const uint64_t blocks = static_cast<uint64_t>(std::max<int64_t>(0, num_blocks));
+  if (block_bytes > 0 && blocks > std::numeric_limits<size_t>::max() / block_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("KV pool of ", blocks, " blocks is too large"));
+  }
+  auto memory = CommittedMemory::Allocate(block_bytes * blocks, options, "the KV pool");
+  if (!memory.ok()) return memory.status();
+  return std::unique_ptr<KvStorage>(new HostKvStorage(*std::move(memory), block_bytes));
 }
 
 namespace {
@@ -272,13 +280,9 @@ absl::StatusOr<std::unique_ptr<KvCache>> KvCache::Create(const KvCacheConfig& co
   }
   c.num_blocks = n;
   if (!storage) {
-    storage = HostStorage(c, n);
-    if (storage->base() == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("could not allocate ", static_cast<uint64_t>(n) * block_bytes,
-                       " bytes of host memory for the KV pool (", n, " blocks of ", block_bytes,
-                       " bytes); lower num_blocks or pool_bytes"));
-    }
+    auto host = CommittedHostStorage(block_bytes, n, {});
+    if (!host.ok()) return host.status();
+    storage = *std::move(host);
   }
   auto impl =
       std::make_unique<Impl>(c, std::move(groups), n, *row, block_bytes, std::move(storage));

@@ -26,6 +26,7 @@
 #include "kvcache/kv_dtype.h"
 #include "kvcache/kv_layer_groups.h"
 #include "kvcache/occupancy.h"
+#include "loaders/host_memory.h"
 
 namespace pinfer {
 
@@ -80,6 +81,9 @@ class KvStorage {
   virtual ~KvStorage() = default;
   virtual uint8_t* base() = 0;  // nullptr when not host-addressable
   virtual void CopyBlock(int32_t src, int32_t dst) = 0;
+  // How the memory was had, for the start-up line ("committed in 0.42 s, transparent huge
+  // pages"); empty when there is nothing to say.
+  virtual std::string Describe() const { return ""; }
 };
 
 class KvCache {
@@ -91,8 +95,11 @@ class KvCache {
   // Storage with no memory behind it: accounting only (planning and benchmarks of
   // 7B-sized pools; rows must not be addressed).
   static std::unique_ptr<KvStorage> NoStorage();
-  // Host storage of num_blocks x block_bytes (what Create uses when given none).
-  static std::unique_ptr<KvStorage> HostStorage(const KvCacheConfig& config, int64_t num_blocks);
+  // Host storage of num_blocks x block_bytes, every page committed when it is made (see
+  // loaders/host_memory.h); what Create uses when given none (default options).
+  // ResourceExhausted when the memory cannot be had.
+  static absl::StatusOr<std::unique_ptr<KvStorage>> CommittedHostStorage(
+      size_t block_bytes, int64_t num_blocks, CommittedMemory::Options options);
 
   ~KvCache();
 

@@ -1,40 +1,83 @@
 #include "engine/cpu/cpu_backend.h"
 
+#include <chrono>
 #include <cmath>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/ops.h"
 #include "kvcache/attention.h"
 #include "kvcache/kv_codec.h"
+#include "loaders/byte_size.h"
+#include "loaders/host_memory.h"
 #include "loaders/quants.h"
 
 namespace pinfer {
 
-uint64_t CpuBackend::WorkspaceFloats(const ModelConfig& c, int max_tokens) {
-  const uint64_t per_token = 3ull * c.dim + 2ull * c.q_dim() + 2ull * c.kv_dim() + 2ull * c.n_ff;
-  return per_token * static_cast<uint64_t>(max_tokens);
-}
-
-uint64_t CpuBackend::WorkspaceBytes() const {
-  uint64_t scratch = 0;
-  for (const auto& s : scratch_) scratch += s.capacity();
-  return (WorkspaceFloats(model_.config(), max_tokens_) + scratch) * sizeof(float);
-}
-
 CpuBackend::CpuBackend(const Model& model, int max_tokens, int n_threads)
-    : model_(model), max_tokens_(max_tokens), pool_(n_threads) {
-  const ModelConfig& c = model.config();
-  const size_t t = static_cast<size_t>(max_tokens);
-  x_.resize(t * c.dim);
-  xb_.resize(t * c.dim);
-  q_.resize(t * c.q_dim());
-  k_.resize(t * c.kv_dim());
-  v_.resize(t * c.kv_dim());
-  att_.resize(t * c.q_dim());
-  proj_.resize(t * c.dim);
-  gate_.resize(t * c.n_ff);
-  up_.resize(t * c.n_ff);
-  scratch_.resize(static_cast<size_t>(pool_.size()));
+    : model_(model), max_tokens_(max_tokens), pool_(n_threads) {}
+
+uint64_t CpuBackend::WorkspaceBytes() const { return ws_ ? ws_->bytes() : 0; }
+
+absl::Status CpuBackend::ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) {
+  (void)max_num_seqs;
+  (void)block_size;
+  if (max_model_len < 1 || max_tokens_ < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("CPU backend limits must be positive (",
+                                                   max_tokens_, " tokens per step, max_model_len ",
+                                                   max_model_len, ")"));
+  }
+  layout_ = CpuWorkspaceLayout(model_.config(), {max_tokens_, pool_.size()});
+  return absl::OkStatus();
+}
+
+absl::Status CpuBackend::Commit(bool lock_memory) {
+  if (layout_.empty()) {
+    return absl::FailedPreconditionError("CpuBackend::Commit before ReserveForLimits");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  lock_memory_ = lock_memory;
+  weight_ranges_ = model_.WeightRanges();
+  uint64_t weight_bytes = 0;
+  for (const Model::WeightRange& r : weight_ranges_) {
+    weight_bytes += r.bytes;
+    absl::Status s =
+        lock_memory ? LockPages(r.data, r.bytes, "the weights") : PopulateForRead(r.data, r.bytes);
+    if (!s.ok()) return s;
+  }
+  if (!ws_ || ws_->layout().size() != layout_.size() || ws_->bytes() != LayoutBytes(layout_)) {
+    ws_.reset();
+    auto ws = CpuWorkspace::Create(layout_, {.huge_pages = false, .lock = lock_memory});
+    if (!ws.ok()) return ws.status();
+    ws_ = *std::move(ws);
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  commit_summary_ = absl::StrFormat("weights %s paged in%s, workspace %s committed in %.2f s",
+                                    FormatBytes(weight_bytes), lock_memory ? " and locked" : "",
+                                    FormatBytes(ws_->bytes()), took);
+  return absl::OkStatus();
+}
+
+WeightResidency CpuBackend::Weights() const {
+  WeightResidency w;
+  const std::vector<Model::WeightRange> ranges =
+      weight_ranges_.empty() ? model_.WeightRanges() : weight_ranges_;
+  for (const Model::WeightRange& r : ranges) {
+    w.bytes += r.bytes;
+    w.resident += ResidentPageBytes(r.data, r.bytes);
+    if (r.mapped) w.mapped += r.bytes;
+  }
+  w.locked = lock_memory_ && ws_ != nullptr;
+  return w;
+}
+
+absl::StatusOr<std::unique_ptr<KvStorage>> CpuBackend::MakeKvStorage(size_t block_bytes,
+                                                                     int64_t num_blocks) {
+  return KvCache::CommittedHostStorage(block_bytes, num_blocks,
+                                       {.huge_pages = true, .lock = lock_memory_});
 }
 
 void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int layer) {
@@ -45,37 +88,39 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
   shape.window = c.layer(layer).window;
   shape.softcap = c.attn_softcap;
   const int64_t items = static_cast<int64_t>(batch.size()) * c.n_kv_heads;
+  const float* q = Buf(CpuBuffer::kQ);
+  float* att = Buf(CpuBuffer::kAttnOut);
   pool_.ParallelFor(
       items,
       [&](int64_t begin, int64_t end, int thread) {
-        std::vector<float>& scratch = scratch_[static_cast<size_t>(thread)];
+        float* scratch = ws_->Get(CpuBuffer::kAttentionScores, thread);
         for (int64_t item = begin; item < end; ++item) {
           const int t = static_cast<int>(item / c.n_kv_heads);
           const int kv = static_cast<int>(item % c.n_kv_heads);
-          const size_t need = AttentionScratchFloats(shape);
-          if (scratch.size() < need) scratch.resize(need);
-          AttendOne(cache, batch.seq_ids[t], layer, shape, q_.data() + (size_t)t * c.q_dim(),
-                    batch.positions[t] + 1, kv, kv + 1, att_.data() + (size_t)t * c.q_dim(),
-                    scratch.data());
+          AttendOne(cache, batch.seq_ids[t], layer, shape, q + (size_t)t * c.q_dim(),
+                    batch.positions[t] + 1, kv, kv + 1, att + (size_t)t * c.q_dim(), scratch);
         }
       },
       1);
 }
 
-void CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l) {
+absl::Status CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l) {
   const ModelConfig& c = model_.config();
   const LayerWeights& L = model_.weights().layers[static_cast<size_t>(l)];
   const LayerAttention la = c.layer(l);
   const int n = batch.size();
-  MatMul(L.wq, xb_.data(), n, q_.data(), pool_);
-  MatMul(L.wk, xb_.data(), n, k_.data(), pool_);
-  MatMul(L.wv, xb_.data(), n, v_.data(), pool_);
+  const float* xb = Buf(CpuBuffer::kNormed);
+  float *qb = Buf(CpuBuffer::kQ), *kb = Buf(CpuBuffer::kK), *vb = Buf(CpuBuffer::kV);
+  const std::pair<const WeightMatrix*, float*> qkv[] = {{&L.wq, qb}, {&L.wk, kb}, {&L.wv, vb}};
+  for (const auto& [m, y] : qkv) {
+    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_); !s.ok()) return s;
+  }
   const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const KvDtype kv_dtype = cache.config().dtype;
   for (int t = 0; t < n; ++t) {
-    float* q = q_.data() + (size_t)t * c.q_dim();
-    float* k = k_.data() + (size_t)t * c.kv_dim();
-    float* v = v_.data() + (size_t)t * c.kv_dim();
+    float* q = qb + (size_t)t * c.q_dim();
+    float* k = kb + (size_t)t * c.kv_dim();
+    float* v = vb + (size_t)t * c.kv_dim();
     if (c.qkv_bias) {
       AddInPlace(q, L.bq.data(), c.q_dim());
       AddInPlace(k, L.bk.data(), c.kv_dim());
@@ -98,26 +143,29 @@ void CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l) 
     KvEncodeRow(kv_dtype, k, cache.TokenRow(batch.seq_ids[t], pos, l, 0), c.kv_dim());
     KvEncodeRow(kv_dtype, v, cache.TokenRow(batch.seq_ids[t], pos, l, 1), c.kv_dim());
   }
+  return absl::OkStatus();
 }
 
-// Adds proj_ (the attention or FFN output of n tokens) into the residual stream, through the
-// post-norm first when the model has one.
+// Adds the projection (the attention or FFN output of n tokens) into the residual stream,
+// through the post-norm first when the model has one.
 void CpuBackend::AddResidual(int n, const std::vector<float>& post_norm) {
   const ModelConfig& c = model_.config();
+  float* proj = Buf(CpuBuffer::kProj);
   if (!post_norm.empty()) {
     for (int t = 0; t < n; ++t) {
-      float* p = proj_.data() + (size_t)t * c.dim;
+      float* p = proj + (size_t)t * c.dim;
       RmsNorm(p, post_norm.data(), c.dim, c.rms_eps, p);
     }
   }
-  AddInPlace(x_.data(), proj_.data(), (int64_t)n * c.dim);
+  AddInPlace(Buf(CpuBuffer::kResidual), proj, (int64_t)n * c.dim);
 }
 
 void CpuBackend::NormInto(int n, const std::vector<float>& w) {
   const ModelConfig& c = model_.config();
+  const float* x = Buf(CpuBuffer::kResidual);
+  float* xb = Buf(CpuBuffer::kNormed);
   for (int t = 0; t < n; ++t) {
-    RmsNorm(x_.data() + (size_t)t * c.dim, w.data(), c.dim, c.rms_eps,
-            xb_.data() + (size_t)t * c.dim);
+    RmsNorm(x + (size_t)t * c.dim, w.data(), c.dim, c.rms_eps, xb + (size_t)t * c.dim);
   }
 }
 
@@ -126,47 +174,77 @@ void CpuBackend::Embed(const ForwardBatch& batch) {
   const ModelWeights& w = model_.weights();
   const float embed_scale = std::sqrt(static_cast<float>(c.dim));
   for (int t = 0; t < batch.size(); ++t) {
-    float* x = x_.data() + (size_t)t * c.dim;
+    float* x = Buf(CpuBuffer::kResidual) + (size_t)t * c.dim;
     DequantizeRow(w.tok_embd.type, w.tok_embd.row(batch.tokens[t]), x, c.dim);
     if (c.scale_embeddings) Scale(x, c.dim, embed_scale);
   }
 }
 
+absl::Status CpuBackend::CheckStep(const ForwardBatch& batch, const KvCache& cache) const {
+  if (!ws_) {
+    return absl::FailedPreconditionError(
+        "the CPU backend's workspace is not allocated: call ReserveForLimits and Commit first "
+        "(Engine::Create does)");
+  }
+  if (batch.size() > max_tokens_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a step of ", batch.size(),
+                     " tokens needs more than the workspace line holds: it was committed at "
+                     "start for ",
+                     max_tokens_, " tokens per step (max_num_batched_tokens)"));
+  }
+  return ValidateBatch(batch, cache, model_.config().n_vocab, max_tokens_);
+}
+
+absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(l)];
+  const int n = batch.size();
+  const float* xb = Buf(CpuBuffer::kNormed);
+  float *proj = Buf(CpuBuffer::kProj), *gate = Buf(CpuBuffer::kGate), *up = Buf(CpuBuffer::kUp);
+  NormInto(n, L.attn_norm);
+  if (absl::Status s = QkvIntoCache(batch, cache, l); !s.ok()) return s;
+  Attention(batch, cache, l);
+  if (absl::Status s = MatMul(L.wo, Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_); !s.ok()) {
+    return s;
+  }
+  AddResidual(n, L.attn_post_norm);
+  NormInto(n, L.ffn_norm);
+  const std::pair<const WeightMatrix*, float*> ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
+  for (const auto& [m, y] : ffn) {
+    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_); !s.ok()) return s;
+  }
+  if (c.ffn_act == FfnActivation::kGeluTanh) {
+    GeGlu(gate, up, (int64_t)n * c.n_ff);
+  } else {
+    SwiGlu(gate, up, (int64_t)n * c.n_ff);
+  }
+  if (absl::Status s = MatMul(L.w_down, gate, n, proj, pool_, *ws_); !s.ok()) return s;
+  AddResidual(n, L.ffn_post_norm);
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, float* logits) {
   const ModelConfig& c = model_.config();
   const ModelWeights& w = model_.weights();
-  const int n = batch.size();
-  if (n == 0) return absl::OkStatus();
-  if (absl::Status s = ValidateBatch(batch, cache, c.n_vocab, max_tokens_); !s.ok()) return s;
+  if (batch.size() == 0) return absl::OkStatus();
+  if (absl::Status s = CheckStep(batch, cache); !s.ok()) return s;
   Embed(batch);
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    NormInto(n, L.attn_norm);
-    QkvIntoCache(batch, cache, l);
-    Attention(batch, cache, l);
-    MatMul(L.wo, att_.data(), n, proj_.data(), pool_);
-    AddResidual(n, L.attn_post_norm);
-    NormInto(n, L.ffn_norm);
-    MatMul(L.w_gate, xb_.data(), n, gate_.data(), pool_);
-    MatMul(L.w_up, xb_.data(), n, up_.data(), pool_);
-    if (c.ffn_act == FfnActivation::kGeluTanh) {
-      GeGlu(gate_.data(), up_.data(), (int64_t)n * c.n_ff);
-    } else {
-      SwiGlu(gate_.data(), up_.data(), (int64_t)n * c.n_ff);
-    }
-    MatMul(L.w_down, gate_.data(), n, proj_.data(), pool_);
-    AddResidual(n, L.ffn_post_norm);
+    if (absl::Status s = Layer(batch, cache, l); !s.ok()) return s;
   }
   // Final norm and the output projection, only for the rows whose logits are wanted.
+  const float* x = Buf(CpuBuffer::kResidual);
+  float* xb = Buf(CpuBuffer::kNormed);
   const int n_out = static_cast<int>(batch.logit_rows.size());
   for (int i = 0; i < n_out; ++i) {
-    RmsNorm(x_.data() + (size_t)batch.logit_rows[i] * c.dim, w.output_norm.data(), c.dim, c.rms_eps,
-            xb_.data() + (size_t)i * c.dim);
+    RmsNorm(x + (size_t)batch.logit_rows[i] * c.dim, w.output_norm.data(), c.dim, c.rms_eps,
+            xb + (size_t)i * c.dim);
   }
-  if (n_out > 0) MatMul(w.output, xb_.data(), n_out, logits, pool_);
-  if (n_out > 0 && c.final_softcap > 0) {
+  if (n_out == 0) return absl::OkStatus();
+  if (absl::Status s = MatMul(w.output, xb, n_out, logits, pool_, *ws_); !s.ok()) return s;
+  if (c.final_softcap > 0)
     SoftCap(logits, static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
-  }
   return absl::OkStatus();
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "engine/memory/cpu_workspace_layout.h"
+
 namespace pinfer {
 
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
+  n_threads = ResolveThreads(n_threads);
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 

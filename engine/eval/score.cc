@@ -16,6 +16,12 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
   kc.block_size = 16;
   kc.num_blocks = (kc.max_model_len + kc.block_size - 1) / kc.block_size;
   kc.prefix_caching = false;
+  // The backend's buffers for contexts of this length (the CPU's workspace is committed here;
+  // called again with the same length, nothing changes).
+  if (absl::Status s = backend.ReserveForLimits(1, kc.max_model_len, kc.block_size); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = backend.Commit(/*lock_memory=*/false); !s.ok()) return s;
   // A device backend keeps the pool in its own memory (nullptr: host memory).
   auto row = KvRowBytes(kv_dtype, c.kv_dim());
   if (!row.ok()) return row.status();

@@ -1,15 +1,33 @@
 // The memory ledger: what every line of memory costs, computed before the first request, and
 // the KV pool that is left. See DESIGN.md, "The memory ledger". All sizes are in bytes.
 //
+// ComputeLedger is the one place this arithmetic lives: `plan` calls it before anything is
+// loaded, the engine calls it at start to size its pool (and refuses to start when it says
+// the configuration does not fit), and the memory report prints its lines beside what the
+// backend allocated.
+//
 // Lines:
 //   weights    exact bytes of the tensors, per storage type (fixed at load);
-//   KV cache   kv_bytes_per_token = 2 (K and V) x layers x KvRowBytes(kv_dtype, kv_heads x
-//              head_dim), the pool rounded down to whole blocks of block_size tokens;
-//   workspace  an upper bound on the float32 activations of one forward step (see
-//              WorkspaceBytes below);
-//   reserve    a configured allowance (runtime, allocator slack);
+//   KV cache   the pool in whole blocks, a block costing what kvcache's KvBlockBytes says
+//              (KvSequenceCostFor): 2 (K and V) x layers x block_size x KvRowBytes(kv_dtype,
+//              kv_heads x head_dim);
+//   workspace  on the CPU, exactly the buffers of CpuWorkspaceLayout (cpu_workspace_layout.h)
+//              plus the engine's logits rows; on a device, the backend's measured step buffers;
+//   reserve    an allowance for what grows outside the lines (request and sequence
+//              bookkeeping, the sampler, the HTTP layer; a device: its context and
+//              libraries, measured when larger). The process's binary, libraries and heap at
+//              start are not a line: they are resident before the available memory is read,
+//              so they are not counted against it twice; the memory report measures them;
 //   graphs     device memory set aside for captured CUDA graphs (device backends; 0 otherwise).
-// kv_pool = budget - weights - workspace - reserve - graphs, rounded down to whole blocks.
+//
+// The KV pool (PoolBound says which bound chose it):
+//   --kv-cache-memory given      exactly that many whole blocks; the configuration fits when
+//                                weights + workspace + reserve + graphs + pool is at most the
+//                                memory available (when known);
+//   otherwise                    max_num_seqs sequences of max_model_len (the work asked),
+//                                capped by budget - weights - workspace - reserve - graphs,
+//                                where budget = memory_utilization x available memory (or the
+//                                budget given, `plan --memory`).
 #pragma once
 
 #include <cstdint>
@@ -46,59 +64,101 @@ absl::StatusOr<PlanInput> PlanInputFromShape(std::string_view shape, std::string
 
 // PlanInputFromModel / PlanInputFromModelFile (a loaded model, a model file): model_plan.h.
 
-// Engine settings that size the KV pool and the workspace (vLLM's names).
+// Defaults shared by the engine (EngineConfig), `plan` and the ledger.
+inline constexpr int kDefaultBlockSize = 16;
+inline constexpr int kDefaultMaxNumSeqs = 16;
+inline constexpr int kDefaultMaxNumBatchedTokens = 512;
+inline constexpr double kDefaultMemoryUtilization = 0.9;
+inline constexpr uint64_t kDefaultCpuReserveBytes = 64ull << 20;
+inline constexpr uint64_t kDefaultDeviceReserveBytes = 1ull << 30;
+// max_model_len when none is given: the model's context length, at most this.
+inline constexpr int kDefaultMaxModelLenCap = 4096;
+int DefaultMaxModelLen(int context_length);
+
+// Which bound chose the KV pool's size.
+enum class PoolBound {
+  kWork,      // max_num_seqs sequences of max_model_len: all the work asked can use
+  kBudget,    // the memory budget was smaller than that
+  kExplicit,  // --kv-cache-memory
+};
+
+// Everything the ledger is computed from besides the model: the engine's limits (vLLM's
+// names), the device, and the memory there is.
 struct LedgerOptions {
+  // Limits.
   KvDtype kv_dtype = KvDtype::kF16;
-  int block_size = 16;                    // tokens per KV block
+  int block_size = kDefaultBlockSize;     // tokens per KV block (contiguous: max_model_len)
   int64_t max_model_len = 0;              // tokens per sequence; 0: the model's context_length
-  int max_num_seqs = 16;                  // sequences running at once (logits rows per step)
-  int64_t max_num_batched_tokens = 2048;  // tokens per forward step
-  uint64_t budget_bytes = 0;              // all memory the engine may use (required, > 0)
-  uint64_t reserve_bytes = 1ull << 30;    // runtime reserve
-  // A device backend's measured step buffers: the workspace line is the larger of this and
-  // the float32 bound below (0 on the CPU, whose buffers the bound covers).
+  int max_num_seqs = kDefaultMaxNumSeqs;  // sequences running at once (logits rows per step)
+  int64_t max_num_batched_tokens = kDefaultMaxNumBatchedTokens;  // tokens per forward step
+
+  // Device. host: the CPU backend, whose workspace is CpuWorkspaceLayout for `threads`
+  // threads (0: the machine's hardware threads). A device backend gives its measured step
+  // buffers as workspace_floor_bytes (the line is the larger of that and an estimate).
+  bool host = true;
+  int threads = 0;
   uint64_t workspace_floor_bytes = 0;
-  // Device memory set aside for captured CUDA graphs (0: none; the line is then not shown).
-  uint64_t graph_bytes = 0;
+  uint64_t graph_bytes = 0;  // set aside for captured CUDA graphs (0: none; line not shown)
+  uint64_t reserve_bytes = kDefaultCpuReserveBytes;  // runtime reserve
+
+  // Memory. available_bytes: what the device has (host: available RAM within any cgroup
+  // limit; device: free memory), 0 when unknown; available_source says where it came from
+  // ("MemAvailable", "the memory cgroup's limit", ...). The budget is budget_bytes when given,
+  // else memory_utilization x available_bytes. kv_cache_memory > 0 sizes the pool directly.
+  uint64_t available_bytes = 0;
+  std::string available_source;
+  double memory_utilization = kDefaultMemoryUtilization;
+  uint64_t budget_bytes = 0;
+  uint64_t kv_cache_memory = 0;
   // How the user sets the budget, as messages name it ("raise --memory to at least ...").
   std::string budget_option = "--memory";
 };
 
-// Score rows (one per query token x head pair processed at once) the workspace budgets for;
-// a forward pass must not hold more than this many max_model_len-long score rows at a time.
-constexpr int64_t kLedgerScoreRows = 256;
-
-// Upper bound on a CPU forward step's float32 workspace, in bytes, for T =
-// max_num_batched_tokens tokens, S = min(max_num_seqs, T) logits rows, L = max_model_len:
-//   4 x T x (4 dim + 2 q_dim + 2 kv_dim + 2 n_ff + max(dim, n_ff))
-//       residual x, norm output, attention projection output, FFN output (4 dim); q and the
-//       attention output (2 q_dim); new k, v (2 kv_dim); gate, up (2 n_ff); and a converted
-//       copy of one matmul input (max(dim, n_ff));
-//   + 4 x 2 x S x n_vocab         logits and the sampler's probabilities;
-//   + 4 x kLedgerScoreRows x L    attention scores;
-//   + 4 x L x head_dim            RoPE cos/sin tables.
-struct WorkspaceBreakdown {
-  uint64_t activations = 0, logits = 0, scores = 0, rope = 0;
-  uint64_t total() const { return activations + logits + scores + rope; }
+// What the KV cache costs per block and per max_model_len sequence: the one place the ledger
+// computes KV bytes, asking kvcache's rule (KvBlockBytes, by which the cache sizes its blocks)
+// for a cache of this model, format and block_size (token slots per block). Every layer is
+// counted as full attention: a model's sliding windows (KvCacheConfig::layer_windows,
+// KvLayerGroups::MaxBlocksPerSequence, KvLongestSequence) are not passed yet.
+struct KvSequenceCost {
+  uint64_t bytes_per_block = 0;     // KvBlockBytes
+  uint64_t bytes_per_token = 0;     // bytes_per_block / block_size: 2 x layers x KvRowBytes
+  int64_t blocks_per_sequence = 0;  // ceil(max_model_len / block_size)
 };
-WorkspaceBreakdown WorkspaceBytes(const ModelConfig& c, int64_t max_num_batched_tokens,
-                                  int max_num_seqs, int64_t max_model_len);
+absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const ModelConfig& c, KvDtype dtype,
+                                                 int block_size, int64_t max_model_len);
+
+// One part of the workspace line (a sub-line of the ledger's table).
+struct WorkspacePart {
+  std::string name;  // "activations", "matmul scratch", "attention scratch", "logits", ...
+  uint64_t bytes = 0;
+};
+
+// The workspace line's parts for these options: on the host, the sums of CpuWorkspaceLayout's
+// sub-lines and the engine's logits rows (min(max_num_seqs, max_num_batched_tokens) x n_vocab
+// float32); on a device, the same as an estimate, or the measured floor when larger.
+std::vector<WorkspacePart> WorkspaceParts(const ModelConfig& c, const LedgerOptions& o);
 
 struct MemoryLedger {
-  // Inputs, as resolved (max_model_len filled in).
+  // Inputs, as resolved (max_model_len and threads filled in).
   std::string model_name, weight_format;
   KvDtype kv_dtype = KvDtype::kF16;
   int block_size = 0;
   int64_t max_model_len = 0;
   int max_num_seqs = 0;
   int64_t max_num_batched_tokens = 0;
-  uint64_t budget_bytes = 0;
+  bool host = true;
+  int threads = 0;
+  uint64_t available_bytes = 0;  // 0: unknown
+  std::string available_source;
+  double memory_utilization = 0;
+  uint64_t budget_bytes = 0;  // what the lines may add up to (explicit pool: their sum)
+  std::string budget_source;  // "0.90 of 21.50 GiB available (MemAvailable)", "--memory 16.00 GiB"
   std::string budget_option = "--memory";
 
   // Lines.
   std::vector<WeightLine> weights;
   uint64_t weights_bytes = 0;
-  WorkspaceBreakdown workspace;
+  std::vector<WorkspacePart> workspace;
   uint64_t workspace_bytes = 0;
   uint64_t reserve_bytes = 0;
   uint64_t graph_bytes = 0;  // CUDA graphs (0 without them)
@@ -106,23 +166,29 @@ struct MemoryLedger {
   uint64_t kv_bytes_per_block = 0;  // kv_bytes_per_token x block_size
 
   // The pool and what it holds.
+  PoolBound pool_bound = PoolBound::kWork;
   uint64_t kv_pool_bytes = 0;  // whole blocks only
   int64_t kv_pool_blocks = 0;
   int64_t kv_pool_tokens = 0;       // kv_pool_blocks x block_size
   int64_t blocks_per_sequence = 0;  // ceil(max_model_len / block_size)
   int64_t max_concurrency = 0;      // max_model_len sequences that fit at once
   int64_t max_model_len_fit = 0;    // longest max_model_len one sequence can have
-  bool fits = false;                // the pool holds at least one max_model_len sequence
+  bool fits = false;                // the pool holds one max_model_len sequence, and all lines fit
   std::string message;              // when !fits: needed, available, the longest that fits
+
+  uint64_t fixed_bytes() const;  // weights + workspace + reserve + graphs
+  uint64_t total_bytes() const;  // fixed_bytes() + kv_pool_bytes
+  // "sized for 16 sequences of max_model_len 4096", "capped by 0.90 of 21.50 GiB available
+  // (MemAvailable)", "--kv-cache-memory 4.00 GiB".
+  std::string PoolBoundText() const;
 
   std::string ToText() const;  // a table for people
   std::string ToJson() const;  // one JSON object (keys as the fields above)
 };
 
-// InvalidArgument for unusable settings (no budget, block_size < 1, a KV format the model's
-// rows do not suit, max_num_batched_tokens < max_num_seqs, ...). A pool too small for one
-// sequence is not an error: the ledger says fits = false and why.
+// InvalidArgument for unusable settings (no budget and no available memory, block_size < 1,
+// a KV format the model's rows do not suit, max_num_batched_tokens < max_num_seqs, ...). A
+// configuration that does not fit is not an error: the ledger says fits = false and why.
 absl::StatusOr<MemoryLedger> ComputeLedger(const PlanInput& input, const LedgerOptions& options);
-
 
 }  // namespace pinfer

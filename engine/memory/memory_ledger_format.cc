@@ -24,25 +24,26 @@ std::string MemoryLedger::ToText() const {
       model_name, weight_format, Sv(KvDtypeName(kv_dtype)), block_size, max_model_len, max_num_seqs,
       max_num_batched_tokens);
   absl::StrAppend(&out, absl::StrFormat("  %-26s %12s %16s\n", "line", "size", "bytes"));
-  absl::StrAppend(&out, Row("budget", budget_bytes));
+  absl::StrAppend(&out, Row("budget", budget_bytes, budget_source));
   absl::StrAppend(&out, Row("weights", weights_bytes));
   for (const WeightLine& w : weights) {
     absl::StrAppend(&out, Row(absl::StrCat("  ", w.type, " (", w.tensors, " tensors)"), w.bytes));
   }
-  absl::StrAppend(&out, Row("workspace", workspace_bytes, "upper bound, float32"));
-  absl::StrAppend(&out, Row("  activations", workspace.activations));
-  absl::StrAppend(&out, Row("  logits + probabilities", workspace.logits));
-  absl::StrAppend(&out, Row("  attention scores", workspace.scores));
-  absl::StrAppend(&out, Row("  rope tables", workspace.rope));
-  if (workspace_bytes > workspace.total()) {
-    absl::StrAppend(&out,
-                    Row("  device step buffers", workspace_bytes, "measured, above the bound"));
+  absl::StrAppend(&out, Row("workspace", workspace_bytes,
+                            host ? absl::StrCat("cpu, ", threads, " threads") : "device"));
+  for (const WorkspacePart& p : workspace) {
+    absl::StrAppend(&out, Row(absl::StrCat("  ", p.name), p.bytes));
   }
   absl::StrAppend(&out, Row("runtime reserve", reserve_bytes));
   if (graph_bytes > 0)
     absl::StrAppend(&out, Row("cuda graphs", graph_bytes, "set aside for capture"));
   absl::StrAppend(&out, Row("KV pool", kv_pool_bytes,
-                            absl::StrCat(kv_pool_blocks, " blocks, ", kv_pool_tokens, " tokens")));
+                            absl::StrCat(kv_pool_blocks, " blocks, ", kv_pool_tokens, " tokens; ",
+                                         PoolBoundText())));
+  absl::StrAppend(&out, Row("total", total_bytes()));
+  if (available_bytes > 0) {
+    absl::StrAppend(&out, Row("available", available_bytes, available_source));
+  }
   absl::StrAppend(&out, absl::StrFormat("  KV per token: %s (%d bytes); per block: %s\n",
                                         FormatBytes(kv_bytes_per_token), kv_bytes_per_token,
                                         FormatBytes(kv_bytes_per_block)));
@@ -61,6 +62,9 @@ std::string MemoryLedger::ToJson() const {
   for (const WeightLine& w : weights) {
     weights_by_type.push_back({{"type", w.type}, {"tensors", w.tensors}, {"bytes", w.bytes}});
   }
+  nlohmann::json workspace_parts = nlohmann::json::object();
+  for (const WorkspacePart& p : workspace) workspace_parts[p.name] = p.bytes;
+  static constexpr const char* kBounds[] = {"work", "budget", "explicit"};
   nlohmann::json j = {
       {"model", model_name},
       {"weight_format", weight_format},
@@ -69,15 +73,16 @@ std::string MemoryLedger::ToJson() const {
       {"max_model_len", max_model_len},
       {"max_num_seqs", max_num_seqs},
       {"max_num_batched_tokens", max_num_batched_tokens},
+      {"device", host ? "cpu" : "device"},
+      {"threads", threads},
+      {"available_bytes", available_bytes},
+      {"available_source", available_source},
       {"budget_bytes", budget_bytes},
+      {"budget_source", budget_source},
       {"weights_bytes", weights_bytes},
       {"weights_by_type", weights_by_type},
       {"workspace_bytes", workspace_bytes},
-      {"workspace",
-       {{"activations", workspace.activations},
-        {"logits", workspace.logits},
-        {"scores", workspace.scores},
-        {"rope", workspace.rope}}},
+      {"workspace", workspace_parts},
       {"reserve_bytes", reserve_bytes},
       {"graph_bytes", graph_bytes},
       {"kv_bytes_per_token", kv_bytes_per_token},
@@ -85,6 +90,9 @@ std::string MemoryLedger::ToJson() const {
       {"kv_pool_bytes", kv_pool_bytes},
       {"kv_pool_blocks", kv_pool_blocks},
       {"kv_pool_tokens", kv_pool_tokens},
+      {"pool_bound", kBounds[static_cast<int>(pool_bound)]},
+      {"pool_bound_text", PoolBoundText()},
+      {"total_bytes", total_bytes()},
       {"blocks_per_sequence", blocks_per_sequence},
       {"max_concurrency", max_concurrency},
       {"max_model_len_fit", max_model_len_fit},

@@ -40,14 +40,14 @@ absl::StatusOr<uint64_t> ResidentBytes() {
   return ParseStatmResident(text.str(), page > 0 ? static_cast<uint64_t>(page) : 4096);
 }
 
-void MemoryReport::Record(std::string_view stage, std::vector<LineUsage> lines) {
-  absl::StatusOr<uint64_t> rss = ResidentBytes();
-  Record(stage, std::move(lines), rss.ok() ? *rss : 0);
+int64_t StageRecord::difference_bytes() const {
+  if (rss_bytes == 0 || ledger_bytes == 0) return 0;
+  return static_cast<int64_t>(rss_bytes) - static_cast<int64_t>(ledger_bytes + process_bytes);
 }
 
-void MemoryReport::Record(std::string_view stage, std::vector<LineUsage> lines,
-                          uint64_t rss_bytes) {
-  stages_.push_back(StageRecord{std::string(stage), std::move(lines), rss_bytes});
+void MemoryReport::Record(StageRecord record) {
+  if (record.rss_bytes == 0) record.rss_bytes = ResidentBytes().value_or(0);
+  stages_.push_back(std::move(record));
 }
 
 MemoryReport::Growth MemoryReport::LargestGrowth(size_t i) const {
@@ -56,14 +56,34 @@ MemoryReport::Growth MemoryReport::LargestGrowth(size_t i) const {
   for (const LineUsage& now : stages_[i].lines) {
     uint64_t before = 0;
     for (const LineUsage& prev : stages_[i - 1].lines) {
-      if (prev.line == now.line) before = prev.allocated_bytes;
+      if (prev.line == now.line) before = prev.used_bytes;
     }
-    if (now.allocated_bytes > before && now.allocated_bytes - before > g.bytes) {
-      g = Growth{now.line, now.allocated_bytes - before};
+    if (now.used_bytes > before && now.used_bytes - before > g.bytes) {
+      g = Growth{now.line, now.used_bytes - before};
     }
   }
   return g;
 }
+
+namespace {
+
+// "resident 4.12 GiB; ledger 4.09 GiB + process 21.30 MiB; difference +1.20 MiB (0.03%)".
+std::string ResidentText(const StageRecord& s) {
+  if (s.rss_bytes == 0) return "resident unknown";
+  std::string out = absl::StrCat("resident ", FormatBytes(s.rss_bytes));
+  if (s.ledger_bytes == 0) return out;
+  const int64_t d = s.difference_bytes();
+  absl::StrAppend(&out, "; ledger ", FormatBytes(s.ledger_bytes),
+                  " + process (binary, libraries, "
+                  "heap at start) ",
+                  FormatBytes(s.process_bytes), "; difference ", d < 0 ? "-" : "+",
+                  FormatBytes(static_cast<uint64_t>(d < 0 ? -d : d)),
+                  absl::StrFormat(" (%.2f%%)", 100.0 * static_cast<double>(d) /
+                                                   static_cast<double>(s.rss_bytes)));
+  return out;
+}
+
+}  // namespace
 
 std::string MemoryReport::ToText() const {
   const MemoryReportHeader& h = header_;
@@ -72,17 +92,18 @@ std::string MemoryReport::ToText() const {
                                  h.device, ", version ", h.version, "\n");
   for (size_t i = 0; i < stages_.size(); ++i) {
     const StageRecord& s = stages_[i];
-    absl::StrAppend(&out, "stage '", s.stage, "': resident ",
-                    s.rss_bytes ? FormatBytes(s.rss_bytes) : std::string("unknown"));
+    absl::StrAppend(&out, "stage '", s.stage, "': ", ResidentText(s));
     if (Growth g = LargestGrowth(i); !g.line.empty()) {
       absl::StrAppend(&out, "; grew most: ", g.line, " (+", FormatBytes(g.bytes), ")");
     }
     absl::StrAppend(&out, "\n");
-    absl::StrAppend(&out, absl::StrFormat("  %-18s %14s %14s\n", "line", "allocated", "reserved"));
+    absl::StrAppend(&out, absl::StrFormat("  %-18s %12s %12s %12s\n", "line", "predicted",
+                                          "allocated", "in use"));
     for (const LineUsage& l : s.lines) {
-      absl::StrAppend(&out,
-                      absl::StrFormat("  %-18s %14s %14s\n", l.line, FormatBytes(l.allocated_bytes),
-                                      FormatBytes(l.reserved_bytes)));
+      absl::StrAppend(
+          &out, absl::StrFormat("  %-18s %12s %12s %12s", l.line, FormatBytes(l.predicted_bytes),
+                                FormatBytes(l.allocated_bytes), FormatBytes(l.used_bytes)));
+      absl::StrAppend(&out, l.note.empty() ? "" : absl::StrCat("  ", l.note), "\n");
     }
   }
   return out;
@@ -95,10 +116,17 @@ std::string MemoryReport::ToJson() const {
     nlohmann::json lines = nlohmann::json::array();
     for (const LineUsage& l : s.lines) {
       lines.push_back({{"line", l.line},
+                       {"predicted_bytes", l.predicted_bytes},
                        {"allocated_bytes", l.allocated_bytes},
-                       {"reserved_bytes", l.reserved_bytes}});
+                       {"used_bytes", l.used_bytes},
+                       {"note", l.note}});
     }
-    nlohmann::json stage = {{"stage", s.stage}, {"rss_bytes", s.rss_bytes}, {"lines", lines}};
+    nlohmann::json stage = {{"stage", s.stage},
+                            {"rss_bytes", s.rss_bytes},
+                            {"process_bytes", s.process_bytes},
+                            {"ledger_bytes", s.ledger_bytes},
+                            {"difference_bytes", s.difference_bytes()},
+                            {"lines", lines}};
     if (Growth g = LargestGrowth(i); !g.line.empty()) {
       stage["grew_most"] = {{"line", g.line}, {"bytes", g.bytes}};
     }

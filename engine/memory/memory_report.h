@@ -1,6 +1,9 @@
 // A report of memory by stage: at named points of a run (after load, warm-up, first prefill,
-// decoding, peak concurrency) the bytes each ledger line has allocated and reserved, and the
-// process's resident memory, under a header naming what ran. All sizes are in bytes.
+// decoding, peak concurrency), for each ledger line the bytes the ledger predicted, the bytes
+// the backend allocated and the bytes holding live data; beside them the process's measured
+// resident memory, its own memory (binary, libraries, heap: measured once at start) and the
+// difference between the two and the ledger's total, under a header naming what ran. All
+// sizes are in bytes.
 //
 // The engine records stages; a failure report then names the stage and the line that grew.
 #pragma once
@@ -39,29 +42,37 @@ struct MemoryReportHeader {
 
 struct LineUsage {
   std::string line;
-  uint64_t allocated_bytes = 0;  // in use by live data (KV: blocks holding tokens)
-  uint64_t reserved_bytes = 0;   // set aside for the line (KV: the whole pool)
+  uint64_t predicted_bytes = 0;  // the ledger's line
+  uint64_t allocated_bytes = 0;  // held for the line now (weights: resident pages; KV: the
+                                 // committed pool; the reserve, an allowance: 0)
+  uint64_t used_bytes = 0;       // holding live data (KV: blocks holding tokens), else allocated
+  std::string note;              // e.g. which pages the OS may drop
 };
 
 struct StageRecord {
   std::string stage;
   std::vector<LineUsage> lines;
   uint64_t rss_bytes = 0;  // resident set of the process (0 when unknown)
+  // Host memory only (0 for a device backend's lines): the process's own memory measured once
+  // at start, and the sum of the host lines' allocated bytes.
+  uint64_t process_bytes = 0;
+  uint64_t ledger_bytes = 0;
+  // rss - (ledger + process): what the ledger does not account for (0 when unknown).
+  int64_t difference_bytes() const;
 };
 
 class MemoryReport {
  public:
   explicit MemoryReport(MemoryReportHeader header) : header_(std::move(header)) {}
 
-  // Records a stage with the process's current resident memory (0 if it cannot be read).
-  void Record(std::string_view stage, std::vector<LineUsage> lines);
-  // Records a stage with a given resident size (tests, remote devices).
-  void Record(std::string_view stage, std::vector<LineUsage> lines, uint64_t rss_bytes);
+  // Records a stage, reading the process's resident memory now (0 if it cannot be read) when
+  // record.rss_bytes is 0.
+  void Record(StageRecord record);
 
   const MemoryReportHeader& header() const { return header_; }
   const std::vector<StageRecord>& stages() const { return stages_; }
 
-  // The line whose allocated bytes grew most from the previous stage to stage i, and by how
+  // The line whose used bytes grew most from the previous stage to stage i, and by how
   // much; empty name when nothing grew (or i is 0: the first stage is compared with nothing).
   struct Growth {
     std::string line;
@@ -70,7 +81,9 @@ class MemoryReport {
   Growth LargestGrowth(size_t i) const;
 
   std::string ToText() const;  // header, then one table per stage
-  std::string ToJson() const;  // {"header": {...}, "stages": [{stage, rss_bytes, lines}]}
+  // {"header": {...}, "stages": [{stage, rss_bytes, process_bytes, ledger_bytes,
+  //  difference_bytes, lines: [{line, predicted_bytes, allocated_bytes, used_bytes, note}]}]}
+  std::string ToJson() const;
 
  private:
   MemoryReportHeader header_;

@@ -35,16 +35,4 @@ absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path) {
   return PlanInputFromModel(**model);
 }
 
-absl::StatusOr<MemoryLedger> ComputeLedgerForPool(const PlanInput& input, LedgerOptions options,
-                                                  uint64_t pool_bytes) {
-  const int64_t max_len =
-      options.max_model_len > 0 ? options.max_model_len : input.config.context_length;
-  const WorkspaceBreakdown ws =
-      WorkspaceBytes(input.config, options.max_num_batched_tokens, options.max_num_seqs, max_len);
-  options.budget_bytes = input.weights_bytes() +
-                         std::max(ws.total(), options.workspace_floor_bytes) +
-                         options.reserve_bytes + options.graph_bytes + pool_bytes;
-  return ComputeLedger(input, options);
-}
-
 }  // namespace pinfer

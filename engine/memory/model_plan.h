@@ -14,9 +14,4 @@ absl::StatusOr<PlanInput> PlanInputFromModel(const Model& model);
 // The same for a model file, which is loaded (mapped, not read) for it.
 absl::StatusOr<PlanInput> PlanInputFromModelFile(const std::string& path);
 
-// The ledger for a KV pool of exactly pool_bytes (--kv-cache-memory): the budget becomes
-// weights + workspace + reserve + pool_bytes.
-absl::StatusOr<MemoryLedger> ComputeLedgerForPool(const PlanInput& input, LedgerOptions options,
-                                                  uint64_t pool_bytes);
-
 }  // namespace pinfer

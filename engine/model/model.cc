@@ -47,6 +47,38 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<GgufFile>
   return m;
 }
 
+std::vector<Model::WeightRange> Model::WeightRanges() const {
+  std::vector<WeightRange> spans;
+  auto add = [&](const WeightMatrix& m) {
+    if (m.data == nullptr || m.bytes() == 0) return;
+    bool owned = false;
+    for (const std::vector<uint8_t>& buf : owned_) {
+      owned |= m.data >= buf.data() && m.data < buf.data() + buf.size();
+    }
+    spans.push_back(WeightRange{m.data, static_cast<size_t>(m.bytes()), !owned});
+  };
+  add(weights_.tok_embd);
+  add(weights_.output);
+  for (const LayerWeights& l : weights_.layers) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      add(*m);
+    }
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const WeightRange& a, const WeightRange& b) { return a.data < b.data; });
+  std::vector<WeightRange> merged;
+  for (const WeightRange& r : spans) {
+    if (!merged.empty() && merged.back().mapped == r.mapped &&
+        r.data < merged.back().data + merged.back().bytes + kWeightRangeGap) {
+      WeightRange& m = merged.back();
+      m.bytes = std::max(m.bytes, static_cast<size_t>(r.data + r.bytes - m.data));
+      continue;
+    }
+    merged.push_back(r);
+  }
+  return merged;
+}
+
 std::string Model::WeightFormat() const {
   std::vector<std::pair<uint64_t, GgmlType>> by_size;
   for (const auto& [type, bytes] : weights_.bytes_by_type) by_size.push_back({bytes, type});

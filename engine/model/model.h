@@ -54,6 +54,20 @@ class Model {
   // "gguf", "safetensors", or "safetensors (gptq 4-bit -> Q4_1)" and the like.
   const std::string& source_format() const { return source_format_; }
 
+  // The memory the weight matrices occupy, as address ranges in address order, merged where
+  // matrices lie less than kWeightRangeGap bytes apart (alignment padding): every byte of a
+  // range then lies in a page that holds weights, so the ranges can be paged in, locked and
+  // measured page by page. mapped: pages of the model file(s), which the OS may drop under
+  // memory pressure and read back; else a buffer the model owns (GPTQ/AWQ layers repacked at
+  // load).
+  struct WeightRange {
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+    bool mapped = true;
+  };
+  static constexpr size_t kWeightRangeGap = 4096;
+  std::vector<WeightRange> WeightRanges() const;
+
  private:
   Model() = default;
   std::string path_;

@@ -175,6 +175,7 @@ void Converse(ChatSession& chat) {
 
 int ChatMain(int argc, char** argv) {
   EngineFlags ef;
+  ef.max_num_seqs = 1;  // one conversation: the pool holds one max_model_len sequence
   SamplingFlags sf;
   sf.params.max_tokens = 256;
   std::string system, chat_template;

@@ -31,7 +31,7 @@ absl::StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
 struct RunFlags {
   EngineFlags engine;
   SamplingFlags sampling;
-  std::string prompt, prompt_file, prompt_ids, logits_out, stop;
+  std::string prompt, prompt_file, prompt_ids, logits_out, stop, memory_report_json;
   bool kv_report = false, memory_report = false;
 
   void Register(Args& a) {
@@ -46,6 +46,8 @@ struct RunFlags {
     a.AddSwitch("--kv-report", &kv_report, "print the KV occupancy report after generation");
     a.AddSwitch("--memory-report", &memory_report,
                 "print the memory ledger and the memory report by stage after generation");
+    a.Add("--memory-report-json", &memory_report_json,
+          "write {\"ledger\": ..., \"report\": ...} as JSON to this file after generation");
   }
 };
 
@@ -97,6 +99,7 @@ absl::Status Generate(Engine& e, GenerationRequest req, const std::string& logit
 
 int RunMain(int argc, char** argv) {
   RunFlags f;
+  f.engine.max_num_seqs = 1;  // one prompt: the pool holds one max_model_len sequence
   f.sampling.params.max_tokens = 128;
   Args a("run", "pagedinfer run -m MODEL [-p TEXT | -f FILE | --prompt-ids 1,2,3] [-n N] [options]",
          {"pagedinfer run -m stories260K.gguf -n 200 --temp 0",
@@ -131,6 +134,12 @@ int RunMain(int argc, char** argv) {
   if (f.kv_report) std::fprintf(stderr, "%s", e.KvReport().ToText().c_str());
   if (f.memory_report) {
     std::fprintf(stderr, "%s\n%s", e.ledger().ToText().c_str(), e.memory_report().ToText().c_str());
+  }
+  if (!f.memory_report_json.empty()) {
+    std::ofstream out(f.memory_report_json);
+    out << "{\"ledger\": " << e.ledger().ToJson() << ",\n\"report\": " << e.memory_report().ToJson()
+        << "}\n";
+    if (!out) return Fail(absl::UnavailableError("cannot write " + f.memory_report_json));
   }
   return 0;
 }

@@ -26,12 +26,18 @@ void EngineFlags::Register(Args& a) {
         "tokens of growth kept free per running sequence when admitting (0: admit when the "
         "prompt fits, preempting later)");
   a.Add("--kv-cache-memory", &kv_cache_memory,
-        "KV pool size, e.g. 2GiB (default: from --memory-utilization)");
+        "KV pool size, e.g. 2GiB (default: --max-num-seqs sequences of --max-model-len, capped "
+        "by --memory-utilization)");
   a.Add("--memory-utilization", &memory_utilization,
-        "fraction of available RAM (cpu) or free device memory (cuda) the engine may use");
+        "fraction of available RAM (cpu, within any cgroup limit) or free device memory (cuda) "
+        "the engine may use");
   a.Add("--reserve", &reserve, "runtime reserve line of the memory ledger");
   a.Add("-t,--threads", &threads, "CPU threads (0: all)");
   a.AddSwitch("--no-prefix-caching", &no_prefix_caching, "do not reuse cached prompt blocks");
+  a.AddSwitch("--mlock", &mlock,
+              "cpu: lock the weights, workspace and KV pool in memory (never dropped or "
+              "swapped); fails at start, naming the memlock limit, when the OS refuses (cuda: "
+              "they are device memory; no effect)");
   RegisterDevice(a);
 }
 
@@ -159,6 +165,7 @@ absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {
   c.threads = threads;
   c.prefix_caching = !no_prefix_caching;
   c.enforce_eager = enforce_eager;
+  c.mlock = mlock;
   return c;
 }
 

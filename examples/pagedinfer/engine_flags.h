@@ -15,16 +15,17 @@ struct EngineFlags {
   std::string model;
   std::string kv_dtype = "f16";
   std::string kv_layout = "paged";
-  int block_size = 16;
+  int block_size = kDefaultBlockSize;
   int max_model_len = 0;
-  int max_num_seqs = 16;
-  int max_num_batched_tokens = 512;
+  int max_num_seqs = kDefaultMaxNumSeqs;  // run and chat: 1 (one conversation)
+  int max_num_batched_tokens = kDefaultMaxNumBatchedTokens;
   int admission_headroom = 32;
   std::string kv_cache_memory;  // bytes, e.g. 2GiB
-  double memory_utilization = 0.9;
+  double memory_utilization = kDefaultMemoryUtilization;
   std::string reserve = "64MiB";
   int threads = 0;
   bool no_prefix_caching = false;
+  bool mlock = false;
   bool enforce_eager = false;   // cuda: no CUDA graphs for decode steps
   std::string device = "auto";  // auto | cuda | cpu
   int n_gpu_layers = -1;        // llama.cpp's -ngl: 0 = cpu, all layers = cuda; -1: not given

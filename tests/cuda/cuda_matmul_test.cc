@@ -26,6 +26,13 @@
 namespace pinfer::cuda {
 namespace {
 
+// The CPU reference MatMul, with a workspace sized for the call.
+void ReferenceMatMul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool) {
+  auto ws = CpuWorkspace::ForMatMul(w.cols, n, pool.size());
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  ASSERT_TRUE(MatMul(w, x, n, y, pool, **ws).ok());
+}
+
 // Both lane layouts of the decode GEMV (kernels.h), the default restored afterwards.
 const GemvLayout kGemvLayouts[] = {GemvLayout::kGroups, GemvLayout::kUnits};
 std::string LayoutName(GemvLayout l) { return l == GemvLayout::kGroups ? " groups" : " units"; }
@@ -129,7 +136,7 @@ TEST(CudaKernels, MatMulMatchesCpuEveryTypeAndBatch) {
       for (int n : {1, 3, 16, 17, 48}) {
         const auto x = Random(n * cols, 9 + n);
         std::vector<float> want(n * rows);
-        MatMul(m.w, x.data(), n, want.data(), pool);
+        ReferenceMatMul(m.w, x.data(), n, want.data(), pool);
         DevBuf<float> dx(x), dy(want.size());
         ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
         ExpectClose(dy.Download(), want, n <= kMaxGemvTokens ? 1e-4 : 1e-2,
@@ -166,7 +173,7 @@ TEST(CudaKernels, MatMulCublasTilesAccumulateAndCapture) {
   const DeviceMatrix dm = ToDevice(m, wb);
   const auto x = Random(n * cols, 72), y0 = Random(n * rows, 73);
   std::vector<float> want(n * rows);
-  MatMul(m.w, x.data(), n, want.data(), pool);
+  ReferenceMatMul(m.w, x.data(), n, want.data(), pool);
   AddInPlace(want.data(), y0.data(), static_cast<int64_t>(want.size()));
   DevBuf<float> dx(x), dy(y0);
   ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), stream, /*accumulate=*/true).ok());
@@ -214,7 +221,7 @@ TEST(CudaKernels, MatMulAppliesInputPermutation) {
   for (int n : {1, 5, 20}) {
     const auto x = Random(n * cols, 62 + n);
     std::vector<float> want(n * rows);
-    MatMul(m.w, x.data(), n, want.data(), pool);
+    ReferenceMatMul(m.w, x.data(), n, want.data(), pool);
     DevBuf<float> dx(x), dy(want.size()), dy2(want.size()), dy3(want.size());
     ASSERT_TRUE((*mm)->Run(dm, dx.get(), n, dy.get(), nullptr).ok());
     const double tol = n <= kMaxGemvTokens ? 1e-4 : 1e-2;
@@ -258,7 +265,7 @@ void ExpectHostLanesMatchCpu(const HostMatrix& m, std::initializer_list<int> ns,
   for (int n : ns) {
     const auto x = Random(n * m.w.cols, x_seed + n);
     std::vector<float> want(n * m.w.rows);
-    MatMul(m.w, x.data(), n, want.data(), pool);
+    ReferenceMatMul(m.w, x.data(), n, want.data(), pool);
     const auto got = HostGemv(m, m.bytes.data(), x, n, lane_fn);
     ExpectClose(got, want, 1e-4, what + " n=" + std::to_string(n));
   }
@@ -362,7 +369,7 @@ TEST(CudaKernels, GemvOtherLayoutsMatchCpu) {
         for (int n : {1, 5, 16}) {
           const auto x = Random(n * lay.cols, 40 + n);
           std::vector<float> want(n * rows);
-          MatMul(m.w, x.data(), n, want.data(), pool);
+          ReferenceMatMul(m.w, x.data(), n, want.data(), pool);
           DevBuf<float> dx(x), dy(want.size());
           ASSERT_EQ(LaunchGemv(dm, dx.get(), n, dy.get(), rows, nullptr), cudaSuccess);
           ExpectClose(dy.Download(), want, 1e-4,
@@ -407,9 +414,9 @@ TEST(CudaKernels, FusedGemvLaunchesMatchCpu) {
       DevBuf<float> dx(x);
       // Q, K, V.
       std::vector<float> wq(n * 64), wk(n * 16), wv(n * 16);
-      MatMul(mq.w, x.data(), n, wq.data(), pool);
-      MatMul(mk.w, x.data(), n, wk.data(), pool);
-      MatMul(mv.w, x.data(), n, wv.data(), pool);
+      ReferenceMatMul(mq.w, x.data(), n, wq.data(), pool);
+      ReferenceMatMul(mk.w, x.data(), n, wk.data(), pool);
+      ReferenceMatMul(mv.w, x.data(), n, wv.data(), pool);
       DevBuf<float> yq(wq.size()), yk(wk.size()), yv(wv.size());
       const DeviceMatrix* ws[] = {&dq, &dk, &dv};
       float* const ys[] = {yq.get(), yk.get(), yv.get()};

@@ -74,6 +74,8 @@ TEST(PlanCli, MatchesTheLibrary) {
   SKIP_WITHOUT_BINARY();
   PlanInput in = *PlanInputFromShape("qwen2-7b", "Q4_K_M");
   LedgerOptions o;
+  o.host = false;  // plan's default --device cuda
+  o.reserve_bytes = kDefaultDeviceReserveBytes;
   o.budget_bytes = 12ull << 30;
   o.kv_dtype = KvDtype::kQ8_0;
   o.max_model_len = 8192;

@@ -3,18 +3,14 @@
 // at once. Runs the built binary ($PAGEDINFER_BIN) on a loopback port with stories260K.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "nlohmann/json.hpp"
 #include "tests/server/http_client.h"
+#include "tests/testing/serve_process.h"
 #include "tests/testing/test_models.h"
-
-extern char** environ;
 
 namespace pinfer::server {
 namespace {
@@ -25,72 +21,14 @@ using pinfer::testing::ReadFor;
 using pinfer::testing::SendAll;
 using pinfer::testing::StatusOf;
 
-class Serve {
+// The server on a loopback port with stories260K, 2 sequences at once.
+class Serve : public pinfer::testing::ServeProcess {
  public:
-  // Starts the server; port() is 0 when it did not come up within 30 s.
-  Serve(const std::string& bin, const std::string& model, const std::string& shutdown_timeout) {
-    log_ = ::testing::TempDir() + "serve_signal_" + std::to_string(::getpid()) + ".log";
-    std::vector<std::string> args = {bin,
-                                     "serve",
-                                     "-m",
-                                     model,
-                                     "--port",
-                                     "0",
-                                     "--max-model-len",
-                                     "1024",
-                                     "--max-num-seqs",
-                                     "2",
-                                     "--threads",
-                                     "2",
-                                     "--shutdown-timeout",
-                                     shutdown_timeout};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    for (int i = 0; i < 300 && pid_ > 0 && port_ == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const std::string text = Log();
-      const size_t at = text.find("on http://127.0.0.1:");
-      if (at != std::string::npos) port_ = std::atoi(text.c_str() + at + 20);
-    }
-  }
-  ~Serve() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-  void Signal(int sig) { ::kill(pid_, sig); }
-  // The exit status (128 + signal when killed by one), -1 if it did not exit in timeout_s.
-  int Wait(double timeout_s) {
-    for (int i = 0; i < timeout_s * 100; ++i) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool reaped_ = false;
+  Serve(const std::string& bin, const std::string& model, const std::string& shutdown_timeout)
+      : ServeProcess(
+            {bin, "serve", "-m", model, "--port", "0", "--max-model-len", "1024", "--max-num-seqs",
+             "2", "--threads", "2", "--shutdown-timeout", shutdown_timeout},
+            "serve_signal") {}
 };
 
 std::string StreamRequest(int max_tokens) {

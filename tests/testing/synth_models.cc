@@ -6,20 +6,26 @@
 
 namespace pinfer::testing {
 
-std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& type,
-                                  bool no_window) {
+std::string SynthModelPath(const std::string& shape, const std::string& type, bool no_window) {
   absl::StatusOr<ModelConfig> config = NamedShape(shape);
   EXPECT_TRUE(config.ok()) << config.status();
-  if (!config.ok()) return nullptr;
+  if (!config.ok()) return "";
   if (no_window) config->layers.clear();
   const std::string path = TempDir("synth") + "/" + shape + "-" + type + ".gguf";
   GgufWriter w;
   absl::StatusOr<FileType> ft = ParseFileType(type);
   EXPECT_TRUE(ft.ok()) << ft.status();
-  if (!ft.ok()) return nullptr;
+  if (!ft.ok()) return "";
   absl::Status s = AddSynthModel(*config, *ft, SynthOptions{1, 2}, &w);
   if (s.ok()) s = w.WriteFile(path);
   EXPECT_TRUE(s.ok()) << s;
+  return s.ok() ? path : "";
+}
+
+std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& type,
+                                  bool no_window) {
+  const std::string path = SynthModelPath(shape, type, no_window);
+  if (path.empty()) return nullptr;
   absl::StatusOr<std::unique_ptr<Model>> m = Model::Load(path);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? std::move(*m) : nullptr;

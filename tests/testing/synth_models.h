@@ -11,6 +11,11 @@
 
 namespace pinfer::testing {
 
+// `synth --shape shape --type type --seed 1` written to a temporary file: its path ("" after
+// a test failure on error). For tests that hand a file to the pagedinfer binary.
+std::string SynthModelPath(const std::string& shape, const std::string& type,
+                           bool no_window = false);
+
 // `synth --shape shape --type type --seed 1`, loaded. no_window: the shape's per-layer
 // attention entries cleared before writing. nullptr (after a test failure) on error.
 std::unique_ptr<Model> SynthModel(const std::string& shape, const std::string& type,

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -54,12 +55,14 @@ void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(kMaxTokens * cols));
   for (float& v : x) v = gauss(rng);
+  auto ws = CpuWorkspace::ForMatMul(cols, kMaxTokens, pool.size());
+  ASSERT_TRUE(ws.ok()) << ws.status();
 
   // Each token alone, and its float64 reference.
   std::vector<float> alone(static_cast<size_t>(kMaxTokens * kRows));
   for (int tok = 0; tok < kMaxTokens; ++tok) {
     const float* xt = x.data() + tok * cols;
-    MatMul(m.w, xt, 1, alone.data() + tok * kRows, pool);
+    ASSERT_TRUE(MatMul(m.w, xt, 1, alone.data() + tok * kRows, pool, **ws).ok());
     for (int64_t r = 0; r < kRows; ++r) {
       double ref = 0, l1 = 0;
       for (int64_t k = 0; k < cols; ++k) {
@@ -77,7 +80,7 @@ void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
   for (int n = 1; n <= kMaxTokens; ++n) {
     for (int first : {0, kMaxTokens - n}) {
       std::fill(y.begin(), y.end(), -7.0f);
-      MatMul(m.w, x.data() + first * cols, n, y.data(), pool);
+      ASSERT_TRUE(MatMul(m.w, x.data() + first * cols, n, y.data(), pool, **ws).ok());
       for (int tok = 0; tok < n; ++tok) {
         for (int64_t r = 0; r < kRows; ++r) {
           ASSERT_TRUE(SameBits(y[tok * kRows + r], alone[(first + tok) * kRows + r]))
@@ -123,9 +126,30 @@ TEST(MatMul, ThreadCountDoesNotChangeResults) {
   for (float& v : x) v = gauss(rng);
   std::vector<float> y1(9 * 70), y4(9 * 70);
   ThreadPool one(1), four(4);
-  MatMul(m.w, x.data(), 9, y1.data(), one);
-  MatMul(m.w, x.data(), 9, y4.data(), four);
+  auto ws = CpuWorkspace::ForMatMul(512, 9, 4);
+  ASSERT_TRUE(ws.ok()) << ws.status();
+  ASSERT_TRUE(MatMul(m.w, x.data(), 9, y1.data(), one, **ws).ok());
+  ASSERT_TRUE(MatMul(m.w, x.data(), 9, y4.data(), four, **ws).ok());
   ASSERT_EQ(std::memcmp(y1.data(), y4.data(), y1.size() * sizeof(float)), 0);
+}
+
+// The workspace is the only scratch: one too small for the batch, the matrix or the threads
+// is refused, naming the line, and y is left alone.
+TEST(MatMul, RefusesAWorkspaceTooSmall) {
+  const OwnedMatrix m = RandomMatrix(GgmlType::kQ8_0, 20, 256, false, 3);
+  std::vector<float> x(4 * 256, 0.5f), y(4 * 20, -7.0f);
+  ThreadPool two(2);
+  for (auto [cols, tokens, threads] : {std::tuple{256, 3, 2}, {128, 4, 2}, {256, 4, 1}}) {
+    auto ws = CpuWorkspace::ForMatMul(cols, tokens, threads);
+    ASSERT_TRUE(ws.ok()) << ws.status();
+    const absl::Status s = MatMul(m.w, x.data(), 4, y.data(), two, **ws);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << cols << " " << tokens;
+    EXPECT_NE(s.message().find("workspace"), std::string_view::npos) << s.message();
+    EXPECT_EQ(y[0], -7.0f);
+  }
+  auto fits = CpuWorkspace::ForMatMul(256, 4, 2);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_TRUE(MatMul(m.w, x.data(), 4, y.data(), two, **fits).ok());
 }
 
 }  // namespace

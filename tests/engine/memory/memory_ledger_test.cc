@@ -1,8 +1,11 @@
 #include "engine/memory/memory_ledger.h"
 
+#include "engine/memory/cpu_workspace_layout.h"
 #include "engine/memory/model_plan.h"
 #include "engine/model/model_shapes.h"
 #include "gtest/gtest.h"
+#include "kvcache/attention.h"
+#include "kvcache/kv_cache.h"
 #include "nlohmann/json.hpp"
 
 namespace pinfer {
@@ -16,6 +19,7 @@ MemoryLedger Plan(std::string_view shape, std::string_view type, KvDtype kv,
   EXPECT_TRUE(in.ok()) << in.status();
   LedgerOptions o;
   o.kv_dtype = kv;
+  o.reserve_bytes = kDefaultDeviceReserveBytes;  // DESIGN.md's 16 GiB card
   o.budget_bytes = budget;
   o.max_model_len = max_model_len;
   absl::StatusOr<MemoryLedger> l = ComputeLedger(*in, o);
@@ -66,7 +70,7 @@ TEST(MemoryLedger, ConcurrencyRoundsSequencesUpToBlocks) {
   LedgerOptions o;
   o.reserve_bytes = 0;
   o.max_model_len = 17;  // two blocks of 16
-  o.max_num_seqs = 1;
+  o.max_num_seqs = 8;    // work for 16 blocks: the budget is the bound
   o.max_num_batched_tokens = 64;
   o.budget_bytes = kGiB;
   absl::StatusOr<MemoryLedger> probe_or = ComputeLedger(*in, o);
@@ -79,6 +83,7 @@ TEST(MemoryLedger, ConcurrencyRoundsSequencesUpToBlocks) {
   ASSERT_TRUE(l_or.ok()) << l_or.status();
   const MemoryLedger& l = *l_or;
   EXPECT_EQ(l.kv_pool_blocks, 5);
+  EXPECT_EQ(l.pool_bound, PoolBound::kBudget);
   EXPECT_EQ(l.blocks_per_sequence, 2);
   EXPECT_EQ(l.max_concurrency, 2);
   EXPECT_EQ(l.max_model_len_fit, 80);
@@ -86,7 +91,7 @@ TEST(MemoryLedger, ConcurrencyRoundsSequencesUpToBlocks) {
 
 TEST(MemoryLedger, TooSmallSaysWhatIsNeededAndTheLongestThatFits) {
   // mistral-7b at its full 32k context in 6 GiB with 1 GiB reserve.
-  MemoryLedger l = Plan("mistral-7b", "Q4_K_M", KvDtype::kF16, 6 * kGiB);
+  MemoryLedger l = Plan("mistral-7b", "Q4_K_M", KvDtype::kF16, 6 * kGiB, 32768);
   EXPECT_EQ(l.max_model_len, 32768);
   EXPECT_FALSE(l.fits);
   EXPECT_EQ(l.max_concurrency, 0);
@@ -103,6 +108,12 @@ TEST(MemoryLedger, TooSmallSaysWhatIsNeededAndTheLongestThatFits) {
   EXPECT_GE(shorter.max_concurrency, 1);
 }
 
+TEST(MemoryLedger, MaxModelLenDefaultsAsTheEngines) {
+  // The model's context length, at most 4096 (mistral-7b states 32768).
+  EXPECT_EQ(Plan("mistral-7b", "Q4_K_M", KvDtype::kF16).max_model_len, 4096);
+  EXPECT_EQ(DefaultMaxModelLen(2048), 2048);
+}
+
 TEST(MemoryLedger, BudgetBelowWeightsLeavesNoPool) {
   MemoryLedger l = Plan("llama2-7b", "F16", KvDtype::kF16, 8 * kGiB);
   EXPECT_FALSE(l.fits);
@@ -111,21 +122,141 @@ TEST(MemoryLedger, BudgetBelowWeightsLeavesNoPool) {
   EXPECT_NE(l.message.find("does not even cover"), std::string::npos) << l.message;
 }
 
-TEST(MemoryLedger, WorkspaceFollowsTheDocumentedFormula) {
+TEST(MemoryLedger, WorkspaceIsTheCpuBackendsLayout) {
   ModelConfig c = *NamedShape("llama2-7b");
-  WorkspaceBreakdown w = WorkspaceBytes(c, 2048, 16, 4096);
-  EXPECT_EQ(w.activations, 4ull * 2048 * (4 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 11008 + 11008));
-  EXPECT_EQ(w.logits, 4ull * 2 * 16 * 32000);
-  EXPECT_EQ(w.scores, 4ull * kLedgerScoreRows * 4096);
-  EXPECT_EQ(w.rope, 4ull * 4096 * 128);
+  LedgerOptions o;
+  o.max_num_batched_tokens = 512;
+  o.max_num_seqs = 16;
+  o.threads = 2;
+  const std::vector<WorkspacePart> parts = WorkspaceParts(c, o);
+  ASSERT_EQ(parts.size(), 4u);
+  EXPECT_EQ(parts[0].name, "activations");  // x, xb, proj; q, att; k, v; gate, up
+  EXPECT_EQ(parts[0].bytes, 4ull * 512 * (3 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 11008));
+  EXPECT_EQ(parts[1].name, "matmul scratch");  // inputs, one gathered row, a tile per thread
+  EXPECT_EQ(parts[1].bytes, 4ull * 512 * 11008 + 4 * 11008 + 2 * 4ull * 16 * 11008);
+  EXPECT_EQ(parts[2].name, "attention scratch");  // per thread: AttentionScratchFloats
+  EXPECT_EQ(parts[2].bytes, 2 * 4 * AttentionScratchFloats({32, 32, 128, 0.0f}));
+  EXPECT_EQ(parts[3].name, "logits");  // one row per sequence
+  EXPECT_EQ(parts[3].bytes, 4ull * 16 * 32000);
+  // The parts are CpuWorkspaceLayout's buffers, summed by sub-line.
+  const auto layout = CpuWorkspaceLayout(c, {512, 2});
+  EXPECT_EQ(parts[0].bytes + parts[1].bytes + parts[2].bytes, LayoutBytes(layout));
   // Fewer batched tokens than sequences: logits rows are bounded by the tokens.
-  EXPECT_EQ(WorkspaceBytes(c, 8, 8, 4096).logits, 4ull * 2 * 8 * 32000);
+  o.max_num_batched_tokens = 8;
+  o.max_num_seqs = 8;
+  EXPECT_EQ(WorkspaceParts(c, o)[3].bytes, 4ull * 8 * 32000);
+  // A device backend's measured buffers replace the estimate when larger.
+  o.host = false;
+  o.workspace_floor_bytes = 1ull << 30;
+  const auto device = WorkspaceParts(c, o);
+  ASSERT_EQ(device.size(), 1u);
+  EXPECT_EQ(device[0].bytes, 1ull << 30);
+}
+
+// The ledger's KV figures are the cache's own block bytes (KvBlockBytes), for any layer
+// count, format and block size.
+TEST(MemoryLedger, KvCostIsTheCachesBlockBytes) {
+  ModelConfig c = *NamedShape("llama2-7b");
+  KvSequenceCost f16 = *KvSequenceCostFor(c, KvDtype::kF16, 16, 4096);
+  EXPECT_EQ(f16.bytes_per_token, 2ull * 32 * 4096 * 2);
+  EXPECT_EQ(f16.bytes_per_block, 16 * f16.bytes_per_token);
+  EXPECT_EQ(f16.blocks_per_sequence, 256);
+  c.n_layers = 3;
+  KvSequenceCost q8 = *KvSequenceCostFor(c, KvDtype::kQ8_0, 32, 100);
+  EXPECT_EQ(q8.bytes_per_token, 3 * 2ull * 4096 / 32 * 34);
+  EXPECT_EQ(q8.blocks_per_sequence, 4);
+  KvCacheConfig kc = KvCacheConfigFor(c, KvDtype::kQ8_0);
+  kc.block_size = 32;
+  EXPECT_EQ(q8.bytes_per_block, *KvBlockBytes(kc));
+  // A format the row does not suit (48 values: not whole blocks of 32) is refused.
+  c.n_heads = c.n_kv_heads = 2;
+  c.head_dim = 24;
+  EXPECT_FALSE(KvSequenceCostFor(c, KvDtype::kQ8_0, 16, 100).ok());
+  EXPECT_TRUE(KvSequenceCostFor(c, KvDtype::kF16, 16, 100).ok());
+}
+
+// The CPU engine's options for one sequence of 4096 tokens on two threads.
+LedgerOptions OneSequenceOnTwoThreads() {
+  LedgerOptions o;
+  o.max_model_len = 4096;
+  o.max_num_seqs = 1;
+  o.threads = 2;
+  return o;
+}
+
+// The pool is the work asked (max_num_seqs sequences of max_model_len) unless the budget is
+// smaller; --kv-cache-memory sets it directly.
+TEST(MemoryLedger, PoolBoundsWorkBudgetExplicit) {
+  PlanInput in = *PlanInputFromShape("llama2-7b", "Q4_0");
+  LedgerOptions o = OneSequenceOnTwoThreads();
+  o.available_bytes = 64 * kGiB;
+  o.available_source = "MemAvailable";
+  MemoryLedger work = *ComputeLedger(in, o);
+  EXPECT_EQ(work.pool_bound, PoolBound::kWork);
+  EXPECT_EQ(work.kv_pool_tokens, 4096);
+  EXPECT_EQ(work.kv_pool_bytes, 2 * kGiB);
+  EXPECT_EQ(work.PoolBoundText(), "sized for 1 sequence of max_model_len 4096");
+  EXPECT_TRUE(work.fits);
+
+  o.max_num_seqs = 16;
+  o.available_bytes = 12 * kGiB;
+  MemoryLedger budget = *ComputeLedger(in, o);
+  EXPECT_EQ(budget.pool_bound, PoolBound::kBudget);
+  EXPECT_EQ(budget.budget_bytes, static_cast<uint64_t>(12 * kGiB * 0.9));
+  EXPECT_EQ(budget.kv_pool_bytes, (budget.budget_bytes - budget.fixed_bytes()) /
+                                      budget.kv_bytes_per_block * budget.kv_bytes_per_block);
+  EXPECT_EQ(budget.PoolBoundText(), "capped by 0.90 of 12.00 GiB available (MemAvailable)");
+
+  o.kv_cache_memory = 4 * kGiB + 100;
+  MemoryLedger given = *ComputeLedger(in, o);
+  EXPECT_EQ(given.pool_bound, PoolBound::kExplicit);
+  EXPECT_EQ(given.kv_pool_bytes, 4 * kGiB);
+  EXPECT_EQ(given.budget_bytes, given.total_bytes());
+  EXPECT_EQ(given.PoolBoundText(), "--kv-cache-memory 4.00 GiB");
+  EXPECT_TRUE(given.fits);
+}
+
+// An explicit pool that the memory available cannot hold does not fit: the message says what
+// is needed, what is available and the longest max_model_len that fits.
+TEST(MemoryLedger, ExplicitPoolOverAvailableDoesNotFit) {
+  PlanInput in = *PlanInputFromShape("llama2-7b", "Q4_0");
+  LedgerOptions o = OneSequenceOnTwoThreads();
+  o.kv_cache_memory = 8 * kGiB;
+  o.available_bytes = 5 * kGiB;
+  o.available_source = "PINFER_MEMORY_LIMIT 5.00 GiB";
+  MemoryLedger l = *ComputeLedger(in, o);
+  EXPECT_FALSE(l.fits);
+  EXPECT_EQ(l.kv_pool_bytes, 8 * kGiB);
+  const uint64_t room = 5 * kGiB - l.fixed_bytes();
+  EXPECT_EQ(l.max_model_len_fit, static_cast<int64_t>(room / l.kv_bytes_per_block * 16));
+  EXPECT_LT(l.max_model_len_fit, 4096);
+  EXPECT_NE(l.message.find("needs " + FormatBytes(l.total_bytes())), std::string::npos)
+      << l.message;
+  EXPECT_NE(l.message.find("only 5.00 GiB is available (PINFER_MEMORY_LIMIT 5.00 GiB)"),
+            std::string::npos)
+      << l.message;
+  EXPECT_NE(
+      l.message.find("longest max_model_len that fits is " + std::to_string(l.max_model_len_fit)),
+      std::string::npos)
+      << l.message;
+  // What it suggests fits.
+  o.max_model_len = l.max_model_len_fit;
+  o.kv_cache_memory = room;
+  EXPECT_TRUE(ComputeLedger(in, o)->fits);
+  // A pool too small for one sequence is refused as such, whatever the memory.
+  o.max_model_len = 4096;
+  o.kv_cache_memory = kGiB;
+  o.available_bytes = 0;
+  MemoryLedger small = *ComputeLedger(in, o);
+  EXPECT_FALSE(small.fits);
+  EXPECT_NE(small.message.find("room for no sequence of max_model_len 4096"), std::string::npos)
+      << small.message;
 }
 
 TEST(MemoryLedger, RejectsUnusableSettings) {
   PlanInput in = *PlanInputFromShape("tiny", "F16");
   LedgerOptions o;
-  EXPECT_FALSE(ComputeLedger(in, o).ok());  // no budget
+  EXPECT_FALSE(ComputeLedger(in, o).ok());  // no budget, no memory known, no pool given
   o.budget_bytes = kGiB;
   o.block_size = 0;
   EXPECT_FALSE(ComputeLedger(in, o).ok());
@@ -157,6 +288,9 @@ TEST(MemoryLedger, JsonAndText) {
   EXPECT_EQ(j["max_model_len_fit"].get<int64_t>(), l.max_model_len_fit);
   EXPECT_TRUE(j["fits"].get<bool>());
   EXPECT_EQ(j["kv_dtype"], "f16");
+  EXPECT_EQ(j["pool_bound"], "budget");
+  EXPECT_EQ(j["total_bytes"].get<uint64_t>(), l.total_bytes());
+  EXPECT_EQ(j["workspace"]["activations"].get<uint64_t>(), l.workspace[0].bytes);
   const std::string text = l.ToText();
   EXPECT_NE(text.find("KV pool"), std::string::npos);
   EXPECT_NE(text.find("512.00 KiB"), std::string::npos);

@@ -132,10 +132,12 @@ TEST(HfModel, MatMulAppliesInputPermutationBatchInvariantly) {
       MatrixView("w", GgmlType::kF32, rows, cols, reinterpret_cast<const uint8_t*>(w.data()));
   for (int64_t k = 0; k < cols; ++k) m.input_perm.push_back(static_cast<int32_t>((k * 5) % cols));
   ThreadPool pool(3);
+  auto ws = CpuWorkspace::ForMatMul(cols, 3, pool.size());
+  ASSERT_TRUE(ws.ok()) << ws.status();
   std::vector<float> y(3 * rows), y1(rows);
-  MatMul(m, x.data(), 3, y.data(), pool);
+  ASSERT_TRUE(MatMul(m, x.data(), 3, y.data(), pool, **ws).ok());
   for (int t = 0; t < 3; ++t) {
-    MatMul(m, x.data() + t * cols, 1, y1.data(), pool);
+    ASSERT_TRUE(MatMul(m, x.data() + t * cols, 1, y1.data(), pool, **ws).ok());
     for (int64_t r = 0; r < rows; ++r) {
       double want = 0;
       for (int64_t k = 0; k < cols; ++k) want += w[r * cols + k] * x[t * cols + m.input_perm[k]];
