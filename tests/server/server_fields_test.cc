@@ -241,6 +241,26 @@ TEST_F(ServerFieldsTest, SeedlessRequestsDifferSeededOnesRepeat) {
   EXPECT_EQ(c["choices"][0]["text"], d["choices"][0]["text"]);
 }
 
+TEST_F(ServerFieldsTest, MaxCompletionTokensCapsTheReplyAndWinsOverMaxTokens) {
+  const json messages = {{{"role", "user"}, {"content", "Tell me a story."}}};
+  // ignore_eos: the reply runs to its cap, so the cap is what the count shows.
+  for (const auto& [path, body] :
+       {std::pair<std::string, json>{"/v1/chat/completions",
+                                     {{"messages", messages}, {"max_completion_tokens", 3}}},
+        std::pair<std::string, json>{"/v1/completions",
+                                     {{"prompt", "Once upon"}, {"max_completion_tokens", 5}}},
+        std::pair<std::string, json>{
+            "/v1/chat/completions",
+            {{"messages", messages}, {"max_tokens", 12}, {"max_completion_tokens", 4}}}}) {
+    json b = body;
+    b["ignore_eos"] = true;
+    b["temperature"] = 0;
+    const json r = Complete(path, b);
+    EXPECT_EQ(r["usage"]["completion_tokens"], b["max_completion_tokens"]) << path << " " << r;
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "length") << r;
+  }
+}
+
 TEST_F(ServerFieldsTest, AListOfPromptsEchoAndTheResponseHead) {
   const json r = Complete("/v1/completions", {{"prompt", {"Once upon a time", "The dog"}},
                                               {"n", 2},
