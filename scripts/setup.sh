@@ -3,6 +3,7 @@
 # into ./build. Idempotent; runs as root (or through sudo) without prompts.
 #   scripts/setup.sh            install + configure + build (Release)
 #   BUILD_DIR=out scripts/setup.sh   build elsewhere
+#   PAGEDINFER_CUDA_ARCHS=90a scripts/setup.sh   CUDA kernels for one GPU architecture only
 #   PAGEDINFER_AARCH64=1 scripts/setup.sh   also the aarch64 cross build (scripts/aarch64.sh:
 #     Debian's cross compiler, qemu-user and arm64 -dev packages; what CI runs)
 set -euo pipefail
@@ -38,7 +39,12 @@ if [ ! -d tests/server/node_modules ] && command -v npm >/dev/null; then
   (cd tests/server && npm ci --no-audit --no-fund >/dev/null)
 fi
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" >/dev/null
+# PAGEDINFER_CUDA_ARCHS (when set): the GPUs the CUDA kernels are compiled for, instead of the
+# default three (80;89;90a); .ci/run sets one.
+cuda_archs=()
+[ -n "${PAGEDINFER_CUDA_ARCHS:-}" ] && cuda_archs=("-DPAGEDINFER_CUDA_ARCHS=$PAGEDINFER_CUDA_ARCHS")
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  "${cuda_archs[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/pagedinfer"
 if [ "${PAGEDINFER_AARCH64:-0}" = 1 ]; then
