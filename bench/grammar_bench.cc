@@ -1,19 +1,30 @@
 // Cost of grammar-constrained sampling per step on a 128,256-token vocabulary (the size of
 // llama3-8b's; engine/synth's generated pieces): the token mask in the states a JSON answer
 // goes through, computed fresh (trie walk) and from the per-state cache, the mask applied to
-// the logits, and the unconstrained sampler on the same logits for comparison.
+// the logits, and the unconstrained sampler on the same logits for comparison; then the step
+// itself: one engine decode step of a llama3-8b-shaped model cut to its first layer (every
+// width and the 128,256-row output as the full model's, Q4_0, random weights: written once
+// to $TMPDIR, about 0.7 GB), unconstrained and with the JSON schema's grammar. A full model's
+// step runs 32 layers, so the constraint's share of this step bounds its share of a real one.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "engine/engine.h"
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/token_mask.h"
 #include "engine/grammar/token_vocab.h"
+#include "engine/grammar_vocab.h"
+#include "engine/model/model.h"
 #include "engine/sampler.h"
+#include "engine/synth/synth.h"
 #include "engine/synth/synth_data.h"
 #include "loaders/tokenizer.h"
 
@@ -29,12 +40,7 @@ const std::shared_ptr<const TokenVocabulary>& Vocab() {
   static const std::shared_ptr<const TokenVocabulary> v = [] {
     auto spec = pinfer::SynthVocabulary(kVocab);
     auto tok = pinfer::Tokenizer::Create(*spec);
-    std::vector<std::string> bytes(kVocab);
-    for (int32_t id = 0; id < kVocab; ++id) {
-      if (!(*tok)->IsControl(id)) bytes[id] = (*tok)->TokenBytes(id);
-    }
-    return std::make_shared<const TokenVocabulary>(std::move(bytes),
-                                                   std::vector<int32_t>{(*tok)->eos()});
+    return pinfer::MakeGrammarVocabulary(**tok);
   }();
   return v;
 }
@@ -165,5 +171,64 @@ void BM_ConstrainedAnswerPerStep(benchmark::State& state) {
       static_cast<double>(steps), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_ConstrainedAnswerPerStep)->Unit(benchmark::kMillisecond);
+
+// The llama3-8b-shaped model cut to one layer (see the top), loaded once; null when it could
+// not be written or read (the step benchmarks then skip, saying why).
+const pinfer::Model* OneLayerModel() {
+  static const std::unique_ptr<pinfer::Model> model = []() -> std::unique_ptr<pinfer::Model> {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path =
+        std::string(tmp ? tmp : "/tmp") + "/pagedinfer-grammar-bench-llama3-8b-1layer-q4_0.gguf";
+    if (!std::filesystem::exists(path)) {
+      std::fprintf(stderr, "writing %s (once)\n", path.c_str());
+      pinfer::SynthOptions o;
+      o.n_layers = 1;
+      absl::Status s = pinfer::WriteSynthModel("llama3-8b", "Q4_0", path + ".tmp", o);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+        return nullptr;
+      }
+      std::filesystem::rename(path + ".tmp", path);
+    }
+    auto m = pinfer::Model::Load(path);
+    if (!m.ok()) std::fprintf(stderr, "%s\n", std::string(m.status().message()).c_str());
+    return m.ok() ? std::move(*m) : nullptr;
+  }();
+  return model.get();
+}
+
+// One decode step (Engine::Step with one sequence decoding), without (0) and with (1) the
+// schema's grammar on it. A request that ends is replaced, untimed (its prefill too).
+void BM_DecodeStep(benchmark::State& state) {
+  const pinfer::Model* model = OneLayerModel();
+  if (model == nullptr) return state.SkipWithError("the one-layer llama3-8b model is missing");
+  pinfer::EngineConfig c;
+  c.max_model_len = 1024;
+  c.max_num_seqs = 1;
+  c.max_num_batched_tokens = 64;
+  c.kv_cache_memory = 64ull << 20;
+  auto engine = pinfer::Engine::Create(*model, c, nullptr, /*quiet=*/true);
+  if (!engine.ok()) return state.SkipWithError(std::string(engine.status().message()).c_str());
+  uint64_t seed = 1;
+  auto restart = [&] {
+    pinfer::GenerationRequest r;
+    r.prompt = {model->tokenizer().bos(), 1000, 2000, 3000};
+    r.params.seed = seed++;
+    r.params.ignore_eos = true;
+    r.params.max_tokens = 900;
+    if (state.range(0) != 0) r.grammar = SchemaGrammar();
+    if ((*engine)->AddRequest(std::move(r)).ok()) (void)(*engine)->Step();  // the prefill
+  };
+  int64_t steps = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (!(*engine)->HasWork()) restart();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize((*engine)->Step());
+    ++steps;
+  }
+  state.counters["steps"] = static_cast<double>(steps);
+}
+BENCHMARK(BM_DecodeStep)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(60);
 
 }  // namespace

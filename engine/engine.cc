@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "engine/grammar_vocab.h"
 #include "engine/logprobs.h"
 #include "engine/param_error.h"
 
@@ -132,6 +133,11 @@ absl::StatusOr<int64_t> Engine::AddRequest(GenerationRequest req) {
   seq->sampler = std::make_unique<Sampler>(seq->params, seq->prompt_len);
   // The text continues the prompt's: the first piece keeps its leading space.
   seq->decoder = std::make_unique<StreamDecoder>(model_.tokenizer(), seq->tokens.back());
+  if (req.grammar) {
+    if (!grammar_vocab_) grammar_vocab_ = MakeGrammarVocabulary(model_.tokenizer());
+    seq->matcher = std::make_unique<grammar::GrammarMatcher>(
+        std::make_shared<grammar::GrammarAutomaton>(std::move(req.grammar), grammar_vocab_));
+  }
   requests_[rid].push_back(seq->id);
   scheduler_->Enqueue(seq.get());
   seqs_[seq->id] = std::move(seq);
@@ -221,14 +227,44 @@ void Engine::EmitText(Sequence* seq, SequenceOutput* out) {
   }
 }
 
+std::span<const uint64_t> Engine::GrammarMask(Sequence* seq) {
+  if (!seq->matcher) return {};
+  mask_.resize(seq->matcher->mask_words());
+  seq->matcher->FillMask(mask_);
+  if (seq->params.ignore_eos && seq->matcher->CanContinue()) {
+    for (int32_t id : grammar_vocab_->eog_ids()) mask_[id >> 6] &= ~(uint64_t{1} << (id & 63));
+  }
+  return mask_;
+}
+
+FinishReason Engine::GrammarFinish(const Sequence& seq) const {
+  if (!seq.matcher) return FinishReason::kNone;
+  // An end token the grammar took ends the sequence even under ignore_eos (GrammarMask
+  // offers one there only when nothing else can come); so does a sentence that cannot go on.
+  if (seq.matcher->IsFinished() || !seq.matcher->CanContinue()) return FinishReason::kStop;
+  return FinishReason::kNone;
+}
+
 void Engine::Sample(Sequence* seq, const float* logits, SequenceOutput* out) {
   if (logits_observer_) {
     logits_observer_(seq->request_id, seq->index, logits, model_.config().n_vocab);
   }
   const int n_vocab = model_.config().n_vocab;
-  const int32_t tok = seq->sampler->Sample(logits, n_vocab, seq->tokens);
+  const std::span<const uint64_t> allowed = GrammarMask(seq);
+  if (!allowed.empty() &&
+      std::all_of(allowed.begin(), allowed.end(), [](uint64_t w) { return w == 0; })) {
+    // No token of this vocabulary continues the sentence: it ends here.
+    seq->text += seq->decoder->Flush();
+    out->finished = true;
+    EmitText(seq, out);
+    seq->finish = out->reason = FinishReason::kStop;
+    out->output_tokens = seq->num_output();
+    return;
+  }
+  const int32_t tok = seq->sampler->Sample(logits, n_vocab, seq->tokens, allowed);
   seq->tokens.push_back(tok);
   out->new_tokens.push_back(tok);
+  if (seq->matcher) seq->matcher->AcceptToken(tok);  // allowed by the mask: always taken
   if (seq->params.logprobs >= 0) {
     out->logprobs.push_back(ComputeLogprobs(logits, n_vocab, tok, seq->params.logprobs));
   }
@@ -238,7 +274,10 @@ void Engine::Sample(Sequence* seq, const float* logits, SequenceOutput* out) {
     reason = FinishReason::kStop;
   } else {
     seq->text += seq->decoder->Push(tok);
-    if (seq->num_output() >= seq->params.max_tokens) reason = FinishReason::kLength;
+    reason = GrammarFinish(*seq);
+    if (reason == FinishReason::kNone && seq->num_output() >= seq->params.max_tokens) {
+      reason = FinishReason::kLength;
+    }
   }
   if (reason != FinishReason::kNone) {
     seq->text += seq->decoder->Flush();
@@ -268,6 +307,10 @@ void Engine::ForkChildren(Sequence* parent, const float* logits,
     child->params.seed = parent->params.seed.value_or(0) + static_cast<uint64_t>(i);
     child->sampler = std::make_unique<Sampler>(child->params, child->prompt_len);
     child->decoder = std::make_unique<StreamDecoder>(model_.tokenizer(), child->tokens.back());
+    if (parent->matcher) {  // the same grammar and caches, from its start
+      child->matcher = std::make_unique<grammar::GrammarMatcher>(*parent->matcher);
+      child->matcher->Reset();
+    }
     child->first_step = parent->first_step;
     if (!scheduler_->Fork(parent, child.get()).ok()) {
       // Seats were reserved at admission, so this should not happen; if it does, the

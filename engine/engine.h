@@ -11,11 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/backend.h"
+#include "engine/grammar/grammar.h"
+#include "engine/grammar/token_vocab.h"
 #include "engine/logprobs.h"
 #include "engine/memory/memory_ledger.h"
 #include "engine/memory/memory_report.h"
@@ -56,6 +59,14 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when the model wants one
   SamplingParams params;
   int n = 1;  // completions sharing the prompt's KV blocks
+  // Constrained generation (README "Grammars"): null, or a compiled grammar (CompileGrammar,
+  // done by the caller, where its errors belong to the request) whose sentences every
+  // completion must spell. Each completion gets its own matcher; the tokens the grammar does
+  // not allow are masked before every choice; a completion ends when the grammar accepts
+  // and an end-of-generation token is chosen, or as soon as the grammar allows nothing
+  // more (finish reason stop, no end token added). Stop strings and max_tokens still end
+  // it early; logprobs stay the raw logits' (before the mask).
+  std::shared_ptr<const grammar::Grammar> grammar;
 };
 
 // What one step produced for one sequence.
@@ -141,6 +152,12 @@ class Engine {
   Engine(const Model& model, EngineConfig config);
   // logits: the sequence's row of logits_, [n_vocab], read only (forks reuse it).
   void Sample(Sequence* seq, const float* logits, SequenceOutput* out);
+  // The tokens seq's grammar allows next, in mask_ (empty span: seq has no grammar); an
+  // all-zero mask when it allows none. End tokens are left out under ignore_eos while the
+  // grammar can continue.
+  std::span<const uint64_t> GrammarMask(Sequence* seq);
+  // kStop when seq's grammar took an end token or allows nothing more; kNone otherwise.
+  FinishReason GrammarFinish(const Sequence& seq) const;
   void ForkChildren(Sequence* parent, const float* logits, std::vector<SequenceOutput>* outs);
   void EmitText(Sequence* seq, SequenceOutput* out);
   void Finish(Sequence* seq, FinishReason reason);
@@ -167,6 +184,10 @@ class Engine {
   std::vector<float> logits_;    // [min(max_num_seqs, max_num_batched_tokens) x n_vocab]
   std::string storage_summary_;  // how the KV pool was committed (KvStorage::Describe)
   uint64_t process_bytes_ = 0;   // binary, libraries, heap: measured once at start
+  // Grammar-constrained requests: the vocabulary as grammars see it (built on the first such
+  // request) and the scratch mask of the sequence being sampled.
+  std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_;
+  std::vector<uint64_t> mask_;
   LogitsObserver logits_observer_;
   std::unique_ptr<MemoryReport> report_;
   bool seen_prefill_ = false, seen_decode_ = false;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/grammar/token_mask.h"
 #include "engine/param_error.h"
 
 namespace pinfer {
@@ -79,10 +80,11 @@ void Sampler::ApplyPresenceFrequency(std::span<const int32_t> output) {
   }
 }
 
-const float* Sampler::Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history) {
+const float* Sampler::Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history,
+                               std::span<const uint64_t> allowed) {
   const bool repetition = p_.repetition_penalty != 1.0f && p_.repeat_last_n != 0;
   const bool openai = p_.presence_penalty != 0 || p_.frequency_penalty != 0;
-  if (p_.logit_bias.empty() && !repetition && !openai) return logits;
+  if (p_.logit_bias.empty() && !repetition && !openai && allowed.empty()) return logits;
   scores_.assign(logits, logits + n_vocab);
   ApplyLogitBias();
   if (repetition) ApplyRepetitionPenalty(history);
@@ -90,12 +92,19 @@ const float* Sampler::Adjusted(const float* logits, int n_vocab, std::span<const
     const size_t from = std::min(history.size(), static_cast<size_t>(std::max(prompt_len_, 0)));
     ApplyPresenceFrequency(history.subspan(from));
   }
+  if (!allowed.empty()) grammar::ApplyTokenMask(allowed, scores_.data(), n_vocab);
   return scores_.data();
 }
 
-void Sampler::TopK(const float* scores, int n_vocab) {
+void Sampler::TopK(const float* scores, int n_vocab, std::span<const uint64_t> allowed) {
   cand_.clear();
-  for (int32_t i = 0; i < n_vocab; ++i) cand_.push_back({scores[i], i});
+  if (allowed.empty()) {
+    for (int32_t i = 0; i < n_vocab; ++i) cand_.push_back({scores[i], i});
+  } else {  // masked tokens never become candidates (no draw can land on one)
+    for (int32_t i = 0; i < n_vocab; ++i) {
+      if (grammar::MaskAllows(allowed, i)) cand_.push_back({scores[i], i});
+    }
+  }
   auto by_score = [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   };
@@ -141,13 +150,13 @@ int32_t Sampler::Draw() {
   return cand_.back().second;
 }
 
-int32_t Sampler::Sample(const float* raw, int n_vocab, std::span<const int32_t> history) {
-  const float* scores = Adjusted(raw, n_vocab, history);
-  // A grammar's mask (issue 18) goes here, on scores_, before the choice.
+int32_t Sampler::Sample(const float* raw, int n_vocab, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed) {
+  const float* scores = Adjusted(raw, n_vocab, history, allowed);
   if (p_.temperature <= 0) {
     return static_cast<int32_t>(std::max_element(scores, scores + n_vocab) - scores);
   }
-  TopK(scores, n_vocab);
+  TopK(scores, n_vocab, allowed);
   std::vector<double> prob(cand_.size());
   for (size_t i = 0; i < cand_.size(); ++i) prob[i] = std::exp(cand_[i].first - cand_[0].first);
   TopP(prob);

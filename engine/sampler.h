@@ -1,8 +1,9 @@
 // Chooses the next token from a row of raw logits, as a sequence of small named steps (in
 // this order, as vLLM and llama.cpp apply them): logit bias, repetition penalty, presence
-// and frequency penalties, then greedy argmax, or top-k, top-p and min-p filtering and a
-// draw at the temperature. The row is never modified: the steps that change scores work on
-// the sampler's own copy.
+// and frequency penalties, a grammar's token mask (engine/grammar: every token it does not
+// allow is out), then greedy argmax, or top-k, top-p and min-p filtering and a draw at the
+// temperature. The row is never modified: the steps that change scores work on the
+// sampler's own copy.
 #pragma once
 
 #include <cstdint>
@@ -56,18 +57,24 @@ class Sampler {
   explicit Sampler(const SamplingParams& params, int prompt_len = 0);
   // logits: [n_vocab] raw scores, read only (the caller's row stays as the model wrote it, so
   // forks of one sequence sample from the same row). history: tokens so far (prompt and
-  // output). Returns a token id in [0, n_vocab).
-  int32_t Sample(const float* logits, int n_vocab, std::span<const int32_t> history);
+  // output). allowed: empty, or a token mask of (n_vocab + 63) / 64 words (bit id % 64 of
+  // word id / 64 set: token id may be chosen), which must allow at least one token; every
+  // path (greedy, top-k/p, min-p, the draw) then chooses among the allowed tokens only.
+  // Returns a token id in [0, n_vocab).
+  int32_t Sample(const float* logits, int n_vocab, std::span<const int32_t> history,
+                 std::span<const uint64_t> allowed = {});
 
  private:
   // The scores the choice sees: `logits` itself when no step changes them, else scores_
-  // after the logit bias and the penalties.
-  const float* Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history);
+  // after the logit bias, the penalties and the mask (-inf for every token it does not allow).
+  const float* Adjusted(const float* logits, int n_vocab, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed);
   void ApplyLogitBias();
   void ApplyRepetitionPenalty(std::span<const int32_t> history);
   void ApplyPresenceFrequency(std::span<const int32_t> output);
-  // The random choice: candidates best first, cut by top-k, top-p, min-p, then drawn.
-  void TopK(const float* scores, int n_vocab);
+  // The random choice: candidates best first (the allowed ones only, when masked), cut by
+  // top-k, top-p, min-p, then drawn.
+  void TopK(const float* scores, int n_vocab, std::span<const uint64_t> allowed);
   void TopP(const std::vector<double>& prob);
   void MinP(const std::vector<double>& prob);
   int32_t Draw();

@@ -11,6 +11,10 @@
 //   KV slots     KvCache::num_tokens(id): reserved by the scheduler for a step's chunks, so
 //                n_computed <= slots <= tokens.size(), equal to n_computed between steps.
 //   block hashes kept by the KV cache, derived from the ids it was handed.
+//   matcher      a constrained sequence's grammar state after its output tokens: the engine
+//                advances it with each sampled token. Preemption frees only K/V, so the
+//                matcher (like tokens and the sampler's random state) carries over to the
+//                recompute unchanged; a fork starts its own from the grammar's start.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/sampler.h"
 #include "kvcache/kv_cache.h"
 #include "loaders/tokenizer.h"
@@ -39,8 +44,9 @@ struct Sequence {
   SamplingParams params;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<StreamDecoder> decoder;
-  std::string text;    // decoded output so far
-  size_t emitted = 0;  // bytes of text already handed out
+  std::unique_ptr<grammar::GrammarMatcher> matcher;  // null: unconstrained
+  std::string text;                                  // decoded output so far
+  size_t emitted = 0;                                // bytes of text already handed out
   FinishReason finish = FinishReason::kNone;
   int64_t first_step = -1;  // engine step (0-based) that first ran a chunk of it: admission
 

@@ -1,6 +1,6 @@
 // The sampler reads a logits row without changing it, so forks of one sequence can sample
 // from the same row; greedy picks the highest score (ties to the lower id); the repetition
-// penalty acts on the sampler's own copy.
+// penalty acts on the sampler's own copy; a token mask confines every path to its tokens.
 #include "engine/sampler.h"
 
 #include <vector>
@@ -61,6 +61,27 @@ TEST(Sampler, SameSeedSameRowSameTokensAndTheRowIsUntouched) {
     EXPECT_GE(t, 0);
     EXPECT_LT(t, 64);
   }
+}
+
+TEST(Sampler, AMaskConfinesGreedyAndEveryDrawToItsTokens) {
+  std::vector<float> row(130);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i % 7);
+  const std::vector<float> before = row;
+  std::vector<uint64_t> mask(3, 0);  // tokens 1, 65 and 129 (across three words)
+  for (int32_t id : {1, 65, 129}) mask[id >> 6] |= uint64_t{1} << (id & 63);
+  // Greedy: 129 % 7 = 3 beats 65 % 7 = 2 and 1 % 7 = 1, while 6 (6.0) is masked.
+  EXPECT_EQ(Sampler(Greedy()).Sample(row.data(), 130, {}, mask), 129);
+  SamplingParams p;
+  p.temperature = 1.5f, p.top_k = 100, p.top_p = 0.99f, p.min_p = 0.0f, p.seed = 3;
+  p.logit_bias = {{6, 100.0f}};  // a masked token, pushed hard: still never chosen
+  p.presence_penalty = 1.0f;
+  Sampler s(p);
+  std::vector<int> seen(130, 0);
+  for (int i = 0; i < 300; ++i) ++seen[s.Sample(row.data(), 130, {}, mask)];
+  EXPECT_EQ(seen[1] + seen[65] + seen[129], 300);
+  EXPECT_GT(seen[1], 0);
+  EXPECT_GT(seen[65], 0);
+  EXPECT_EQ(row, before);
 }
 
 }  // namespace

@@ -3,7 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tests/testing/test_models.h"
+
 namespace pinfer::testing {
+
+void StoriesFixture::SetUp() {
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  auto m = Model::Load(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  model_ = std::move(*m);
+}
 
 EngineConfig SmallConfig(KvDtype dtype, KvLayout layout) {
   EngineConfig c;
@@ -67,6 +76,22 @@ absl::StatusOr<std::vector<float>> PromptLogits(const Model& model, EngineConfig
     if (!step.ok()) return step.status();
   }
   return logits;
+}
+
+absl::StatusOr<std::map<std::pair<int64_t, int>, Completion>> RunToEnd(Engine& engine) {
+  std::map<std::pair<int64_t, int>, Completion> out;
+  while (engine.HasWork()) {
+    auto step = engine.Step();
+    if (!step.ok()) return step.status();
+    for (const SequenceOutput& o : *step) {
+      Completion& c = out[{o.request_id, o.index}];
+      c.tokens.insert(c.tokens.end(), o.new_tokens.begin(), o.new_tokens.end());
+      c.text += o.new_text;
+      c.cached_prompt_tokens = o.cached_prompt_tokens;
+      if (o.finished) c.reason = o.reason;
+    }
+  }
+  return out;
 }
 
 Diff Compare(const std::vector<float>& a, const std::vector<float>& b) {
