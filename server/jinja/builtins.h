@@ -23,6 +23,8 @@ Value GetAttribute(const Value& obj, const std::string& name);
 Value GetItem(const Value& obj, const Value& key);
 // The items a for loop visits: list items, dict keys, string characters; undefined: none.
 absl::StatusOr<List> Iterate(const Value& v);
+// A string's characters (code points), each with its content span.
+List Characters(const Value& s);
 
 // Python-like arithmetic and concatenation for the binary operators + - * / // % ** ~.
 absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b);

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/jinja/builtins.h"
+#include "server/jinja/marks.h"
 #include "server/jinja/renderer.h"
 #include "server/jinja/utf8_text.h"
 
@@ -175,8 +176,12 @@ absl::StatusOr<Value> Renderer::EvalBinary(const Expr& e) {
     if (b->is_undefined()) return UndefinedUse(*b, e.line);
   }
   auto r = BinaryOp(e.name, *a, *b);
-  if (!r.ok()) return Error(e.line, std::string(r.status().message()));
-  return r;
+  if (r.ok()) return r;
+  if (absl::IsUnimplemented(r.status())) {  // stays Unimplemented: callers fall back on it
+    return absl::UnimplementedError(
+        absl::StrCat("template line ", e.line, ": ", r.status().message()));
+  }
+  return Error(e.line, std::string(r.status().message()));
 }
 
 namespace {
@@ -260,10 +265,12 @@ absl::StatusOr<Value> Renderer::EvalSlice(const Expr& e) {
   const bool is_str = obj->is_string();
   if (!is_str && !obj->is_list())
     return Error(e.line, absl::StrCat("'", obj->TypeName(), "' object is not subscriptable"));
-  std::vector<std::string> chars;
-  if (is_str) chars = SplitCodePoints(obj->s());
-  const int64_t n =
-      is_str ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(obj->list().size());
+  // A string's characters as SplitCodePoints cuts them (CodePointCount can differ on bytes
+  // that are not UTF-8), without a value per character.
+  std::vector<size_t> starts;
+  if (is_str) starts = CharacterStarts(obj->s());
+  const int64_t n = is_str ? static_cast<int64_t>(starts.size()) - 1
+                           : static_cast<int64_t>(obj->list().size());
   const int64_t step = bounds[2];
   auto clamp = [&](int64_t v, bool has, bool is_start) -> int64_t {
     if (!has) return step > 0 ? (is_start ? 0 : n) : (is_start ? n - 1 : -1);
@@ -272,16 +279,16 @@ absl::StatusOr<Value> Renderer::EvalSlice(const Expr& e) {
     return std::clamp<int64_t>(v, -1, n - 1);
   };
   const int64_t start = clamp(bounds[0], given[0], true), stop = clamp(bounds[1], given[1], false);
-  std::string s;
+  MarkedText s;
   List items;
   for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (is_str)
-      s += chars[i];
+      s.Append(Substring(*obj, starts[i], starts[i + 1] - starts[i]));
     else
       items.push_back(obj->list()[i]);
     if (__builtin_add_overflow(i, step, &i)) break;  // past either end of the sequence
   }
-  if (is_str) return Value::String(std::move(s));
+  if (is_str) return s.ToValue();
   return obj->kind() == Value::Kind::kTuple ? Value::Tuple(std::move(items))
                                             : Value::MakeList(std::move(items));
 }
@@ -313,12 +320,12 @@ absl::StatusOr<Value> IntOp(const std::string& op, int64_t a, int64_t b) {
 }  // namespace
 
 absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return Value::String(a.Str() + b.Str());
+  if (op == "~") return Concat(a, b);
   auto type_error = [&]() {
     return absl::InvalidArgumentError(absl::StrCat("unsupported operand type(s) for ", op, ": '",
                                                    a.TypeName(), "' and '", b.TypeName(), "'"));
   };
-  if (op == "+" && a.is_string() && b.is_string()) return Value::String(a.s() + b.s());
+  if (op == "+" && a.is_string() && b.is_string()) return Concat(a, b);
   if (op == "+" && a.is_string() != b.is_string()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "can only concatenate str (not \"", (a.is_string() ? b : a).TypeName(), "\") to str"));
@@ -340,9 +347,9 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
       return absl::InvalidArgumentError("repetition result too large");
     }
     if (b.is_string()) {
-      std::string s;
-      for (int64_t k = 0; k < a.i(); ++k) s += b.s();
-      return Value::String(std::move(s));
+      MarkedText s;
+      for (int64_t k = 0; k < a.i(); ++k) s.Append(b);
+      return s.ToValue();
     }
     List items;
     for (int64_t k = 0; k < a.i(); ++k) items.insert(items.end(), b.list().begin(), b.list().end());

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/jinja/builtins.h"
+#include "server/jinja/marks.h"
 #include "server/jinja/utf8_text.h"
 
 namespace pinfer::jinja {
@@ -61,24 +62,24 @@ absl::StatusOr<Value> ToJson(const Value& v, const CallArgs& a) {
 absl::StatusOr<Value> Join(const Value& v, const CallArgs& a) {
   auto items = Iterate(v);
   if (!items.ok()) return items.status();
-  const std::string sep = a.Get(0, "d", Value::String("")).Str();
+  const Value sep = a.Get(0, "d", Value::String(""));
   const Value attr = a.Get(1, "attribute", Value::None());
-  std::string out;
+  MarkedText out;
   for (size_t i = 0; i < items->size(); ++i) {
-    if (i) out += sep;
-    out += (attr.is_none() ? (*items)[i] : GetItem((*items)[i], attr)).Str();
+    if (i) out.Append(sep);
+    out.Append(attr.is_none() ? (*items)[i] : GetItem((*items)[i], attr));
     if (static_cast<int64_t>(out.size()) > kMaxStringBytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("join: a string longer than ", kMaxStringBytes, " bytes"));
     }
   }
-  return Value::String(out);
+  return out.ToValue();
 }
 
 absl::StatusOr<Value> Trim(const Value& v, const CallArgs& a) {
   CallArgs m;
   if (!a.Get(0, "chars", Value::None()).is_none()) m.positional.push_back(a.Get(0, "chars"));
-  return GetAttribute(Value::String(v.Str()), "strip").fn()(m);
+  return GetAttribute(v.is_string() ? v : Value::String(v.Str()), "strip").fn()(m);
 }
 
 absl::StatusOr<Value> Title(const Value& v, const CallArgs&) {
@@ -476,7 +477,9 @@ bool IsKnownTest(std::string_view name) { return Tests().count(std::string(name)
 
 absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& v, const CallArgs& args) {
   for (const auto& [n, f] : Filters()) {
-    if (n == name) return f(v, args);
+    if (n != name) continue;
+    if (n == "join" || n == "trim") return f(v, args);  // their content spans are exact
+    return Derived(f(v, args), {&v}, &args);
   }
   return absl::UnimplementedError(absl::StrCat("filter '", name, "' is not supported"));
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/jinja/builtins.h"
+#include "server/jinja/marks.h"
 #include "server/jinja/utf8_text.h"
 
 namespace pinfer::jinja {
@@ -170,6 +171,28 @@ absl::StatusOr<Value> StrMethod(const std::string& s, const std::string& m, Call
   return absl::UnimplementedError(absl::StrCat("str method '", m, "' is not supported"));
 }
 
+// StrMethod on a string value, with content spans (marks.h): the strip family and join
+// exactly, the rest as Derived.
+absl::StatusOr<Value> MarkedStrMethod(const Value& obj, const std::string& m, CallArgs& a) {
+  auto r = StrMethod(obj.s(), m, a);
+  if (!r.ok() || !r->is_string()) return Derived(std::move(r), {&obj}, &a);
+  if (m == "strip" || m == "lstrip" || m == "rstrip") {
+    // What is left starts with a character the strip keeps, so its first occurrence is it.
+    return Substring(obj, obj.s().find(r->s()), r->s().size());
+  }
+  if (m == "join") {
+    auto items = Iterate(a.Get(0, "iterable"));
+    if (!items.ok()) return items.status();
+    MarkedText out;
+    for (size_t i = 0; i < items->size(); ++i) {
+      if (i) out.Append(obj);
+      out.Append((*items)[i]);
+    }
+    return out.ToValue();
+  }
+  return Derived(std::move(r), {&obj}, &a);
+}
+
 absl::StatusOr<Value> DictMethod(const Value& d, const std::string& m, CallArgs& a) {
   if (m == "get") {
     const Value* v = d.Find(a.Get(0, "key"));
@@ -200,10 +223,20 @@ const std::set<std::string> kMutators = {"append",  "extend", "insert", "pop",
 
 }  // namespace
 
+List Characters(const Value& s) {
+  List chars;
+  size_t at = 0;
+  for (const std::string& c : SplitCodePoints(s.s())) {
+    chars.push_back(Substring(s, at, c.size()));
+    at += c.size();
+  }
+  return chars;
+}
+
 Value GetAttribute(const Value& obj, const std::string& name) {
   if (obj.is_string() && kStrMethods.count(name)) {
-    const std::string s = obj.s();
-    return Value::Callable("str." + name, [s, name](CallArgs& a) { return StrMethod(s, name, a); });
+    return Value::Callable("str." + name,
+                           [obj, name](CallArgs& a) { return MarkedStrMethod(obj, name, a); });
   }
   if (obj.kind() == Value::Kind::kDict && kDictMethods.count(name)) {
     return Value::Callable("dict." + name,
@@ -227,9 +260,9 @@ Value GetItem(const Value& obj, const Value& key) {
   if ((obj.is_list() || obj.is_string()) &&
       (key.kind() == Value::Kind::kInt || key.kind() == Value::Kind::kBool)) {
     if (obj.is_string()) {
-      std::vector<std::string> chars = SplitCodePoints(obj.s());
+      const List chars = Characters(obj);
       int64_t i = key.i() < 0 ? key.i() + static_cast<int64_t>(chars.size()) : key.i();
-      if (i >= 0 && i < static_cast<int64_t>(chars.size())) return Value::String(chars[i]);
+      if (i >= 0 && i < static_cast<int64_t>(chars.size())) return chars[i];
     } else {
       int64_t i = key.i() < 0 ? key.i() + static_cast<int64_t>(obj.list().size()) : key.i();
       if (i >= 0 && i < static_cast<int64_t>(obj.list().size())) return obj.list()[i];
@@ -255,16 +288,12 @@ absl::StatusOr<List> Iterate(const Value& v) {
       for (const auto& [k, x] : v.dict()) keys.push_back(k);
       return keys;
     }
-    case Value::Kind::kString: {
-      std::vector<std::string> split = SplitCodePoints(v.s());
-      if (static_cast<int64_t>(split.size()) > kMaxValueNodes) {
+    case Value::Kind::kString:
+      if (static_cast<int64_t>(CodePointCount(v.s())) > kMaxValueNodes) {
         return absl::ResourceExhaustedError(
             absl::StrCat("iterating over a string of more than ", kMaxValueNodes, " characters"));
       }
-      List chars;
-      for (std::string& c : split) chars.push_back(Value::String(std::move(c)));
-      return chars;
-    }
+      return Characters(v);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("'", v.TypeName(), "' object is not iterable"));

@@ -44,12 +44,12 @@ void Renderer::Assign(const std::string& name, Value v) {
   frames_.back().push_back({name, std::move(v)});
 }
 
-absl::Status Renderer::Exec(const Body& body, std::string* out) {
+absl::Status Renderer::Exec(const Body& body, MarkedText* out) {
   auto flow = ExecBody(body, out);
   return flow.ok() ? absl::OkStatus() : flow.status();
 }
 
-absl::StatusOr<Renderer::Flow> Renderer::ExecBody(const Body& body, std::string* out) {
+absl::StatusOr<Renderer::Flow> Renderer::ExecBody(const Body& body, MarkedText* out) {
   for (const StmtPtr& s : body) {
     auto flow = ExecOne(*s, out);
     if (!flow.ok() || *flow != Flow::kNormal) return flow;
@@ -61,15 +61,15 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecBody(const Body& body, std::string*
   return Flow::kNormal;
 }
 
-absl::StatusOr<Renderer::Flow> Renderer::ExecOne(const Stmt& s, std::string* out) {
+absl::StatusOr<Renderer::Flow> Renderer::ExecOne(const Stmt& s, MarkedText* out) {
   switch (s.kind) {
     case Stmt::Kind::kText:
-      out->append(s.text);
+      out->Append(s.text, /*content=*/false);
       return Flow::kNormal;
     case Stmt::Kind::kOutput: {
       auto v = Eval(*s.expr);
       if (!v.ok()) return v.status();
-      out->append(v->Str());
+      out->Append(*v);
       return Flow::kNormal;
     }
     case Stmt::Kind::kIf:
@@ -89,10 +89,10 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecOne(const Stmt& s, std::string* out
       return Flow::kNormal;
     }
     case Stmt::Kind::kSetBlock: {
-      std::string text;
+      MarkedText text;
       auto flow = ExecBody(s.body, &text);
       if (!flow.ok()) return flow;
-      Assign(s.targets[0], Value::String(std::move(text)));
+      Assign(s.targets[0], text.ToValue());
       return Flow::kNormal;
     }
     case Stmt::Kind::kMacro:
@@ -171,7 +171,7 @@ Value LoopValue(const List& items, size_t i, int64_t depth) {
 
 }  // namespace
 
-absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& s, std::string* out) {
+absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& s, MarkedText* out) {
   auto iterable = Eval(*s.expr);
   if (!iterable.ok()) return iterable.status();
   auto all = Iterate(*iterable);
@@ -264,12 +264,12 @@ absl::StatusOr<Value> Renderer::CallMacro(const Stmt& s, size_t def_depth, CallA
   frames_.resize(std::min(def_depth, frames_.size()));
   frames_.push_back(std::move(locals));
   ++call_depth_;
-  std::string text;
+  MarkedText text;
   auto flow = ExecBody(s.body, &text);
   --call_depth_;
   frames_ = std::move(saved);
   if (!flow.ok()) return flow.status();
-  return Value::String(std::move(text));
+  return text.ToValue();
 }
 
 }  // namespace pinfer::jinja

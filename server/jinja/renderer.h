@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/jinja/ast.h"
+#include "server/jinja/marks.h"
 #include "server/jinja/template.h"
 #include "server/jinja/value.h"
 
@@ -19,7 +20,7 @@ class Renderer {
   // bounds (output, steps, work; options.now is the caller's).
   Renderer(std::vector<std::pair<std::string, Value>> globals, const RenderOptions& options);
 
-  absl::Status Exec(const Body& body, std::string* out);
+  absl::Status Exec(const Body& body, MarkedText* out);
   // An expression's value, or an error when it fails or is larger than value.h's bounds.
   absl::StatusOr<Value> Eval(const Expr& e);
 
@@ -27,9 +28,9 @@ class Renderer {
   enum class Flow { kNormal, kBreak, kContinue };
   using Frame = std::vector<std::pair<std::string, Value>>;
 
-  absl::StatusOr<Flow> ExecBody(const Body& body, std::string* out);
-  absl::StatusOr<Flow> ExecOne(const Stmt& s, std::string* out);
-  absl::StatusOr<Flow> ExecFor(const Stmt& s, std::string* out);
+  absl::StatusOr<Flow> ExecBody(const Body& body, MarkedText* out);
+  absl::StatusOr<Flow> ExecOne(const Stmt& s, MarkedText* out);
+  absl::StatusOr<Flow> ExecFor(const Stmt& s, MarkedText* out);
   absl::Status ExecSet(const Stmt& s, Value v);
   Value MakeMacro(const Stmt& s);
   absl::StatusOr<Value> CallMacro(const Stmt& s, size_t def_depth, CallArgs& args);

@@ -20,6 +20,13 @@ absl::StatusOr<Template> Template::Parse(std::string_view source) {
 
 absl::StatusOr<std::string> Template::Render(const Value& context,
                                              const RenderOptions& options) const {
+  auto marked = RenderMarked(context, options);
+  if (!marked.ok()) return marked.status();
+  return marked->text();
+}
+
+absl::StatusOr<MarkedText> Template::RenderMarked(const Value& context,
+                                                  const RenderOptions& options) const {
   std::vector<std::pair<std::string, Value>> globals;
   const Value functions = GlobalFunctions(options.now ? *options.now : std::time(nullptr));
   for (const auto& [k, v] : functions.dict()) globals.push_back({k.s(), v});
@@ -29,7 +36,7 @@ absl::StatusOr<std::string> Template::Render(const Value& context,
     }
   }
   Renderer r(std::move(globals), options);
-  std::string out;
+  MarkedText out;
   try {
     absl::Status st = r.Exec(body_, &out);
     if (!st.ok()) return st;

@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/jinja/ast.h"
+#include "server/jinja/marks.h"
 #include "server/jinja/value.h"
 
 namespace pinfer::jinja {
@@ -54,6 +55,10 @@ class Template {
   // context: a dict whose members become the template's variables (messages, tools,
   // add_generation_prompt, bos_token, ...).
   absl::StatusOr<std::string> Render(const Value& context, const RenderOptions& options = {}) const;
+  // The same text with its content spans: the bytes that came from the context's content
+  // strings (Value::Content, FromJson(j, true)), as marks.h follows them.
+  absl::StatusOr<MarkedText> RenderMarked(const Value& context,
+                                          const RenderOptions& options = {}) const;
 
  private:
   Body body_;

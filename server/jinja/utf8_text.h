@@ -12,6 +12,17 @@ inline size_t Utf8Length(unsigned char c) {
   return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
 }
 
+// The byte offset where each character of s starts (as SplitCodePoints cuts it), then s.size().
+inline std::vector<size_t> CharacterStarts(std::string_view s) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < s.size();) {
+    out.push_back(i);
+    i += std::min(Utf8Length(static_cast<unsigned char>(s[i])), s.size() - i);
+  }
+  out.push_back(s.size());
+  return out;
+}
+
 inline std::vector<std::string> SplitCodePoints(std::string_view s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {

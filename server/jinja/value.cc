@@ -52,6 +52,53 @@ void Value::Count(const Value& member) const {
   nodes_ = std::min<int64_t>(nodes_ + member.nodes(), int64_t{1} << 62);
 }
 
+Value Value::String(std::string s, ContentSpans content) {
+  Value v = String(std::move(s));
+  std::sort(content.begin(), content.end());
+  ContentSpans merged;
+  for (auto [b, e] : content) {
+    e = std::min(e, v.s_.size());
+    if (b >= e) continue;
+    if (!merged.empty() && b <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, e);
+    } else {
+      merged.push_back({b, e});
+    }
+  }
+  if (!merged.empty()) v.content_ = std::make_shared<const ContentSpans>(std::move(merged));
+  return v;
+}
+Value Value::Content(std::string s) {
+  const size_t n = s.size();
+  return String(std::move(s), ContentSpans{{0, n}});
+}
+
+const ContentSpans& Value::content() const {
+  static const ContentSpans kNone;
+  return content_ ? *content_ : kNone;
+}
+
+namespace {
+
+bool HasContentAt(const Value& v, int depth) {
+  if (v.is_string()) return !v.content().empty();
+  if (depth > 32) return v.is_list() || v.is_mapping();
+  if (v.is_list()) {
+    for (const Value& x : v.list()) {
+      if (HasContentAt(x, depth + 1)) return true;
+    }
+  } else if (v.is_mapping()) {
+    for (const auto& [k, x] : v.dict()) {
+      if (HasContentAt(k, depth + 1) || HasContentAt(x, depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Value::HasContent() const { return HasContentAt(*this, 0); }
+
 Value Value::MakeList(List items) {
   Value v;
   v.kind_ = Kind::kList;
@@ -86,7 +133,7 @@ Value Value::Callable(std::string name, NativeFn fn) {
   return v;
 }
 
-Value Value::FromJson(const nlohmann::ordered_json& j) {
+Value Value::FromJson(const nlohmann::ordered_json& j, bool content) {
   switch (j.type()) {
     case nlohmann::json::value_t::null:
       return None();
@@ -99,15 +146,17 @@ Value Value::FromJson(const nlohmann::ordered_json& j) {
     case nlohmann::json::value_t::number_float:
       return Float(j.get<double>());
     case nlohmann::json::value_t::string:
-      return String(j.get<std::string>());
+      return content ? Content(j.get<std::string>()) : String(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       List items;
-      for (const auto& e : j) items.push_back(FromJson(e));
+      for (const auto& e : j) items.push_back(FromJson(e, content));
       return MakeList(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       DictItems items;
-      for (const auto& [k, e] : j.items()) items.push_back({String(k), FromJson(e)});
+      for (const auto& [k, e] : j.items()) {
+        items.push_back({content ? Content(k) : String(k), FromJson(e, content)});
+      }
       return MakeDict(std::move(items));
     }
     default:

@@ -2,6 +2,11 @@
 // where templates can see them: str() and repr() text, truthiness, ==, <, and json.dumps as
 // Hugging Face's chat-template `tojson` calls it (ensure_ascii off, keys in insertion order).
 // Lists, dicts and namespaces are shared by reference, as in Python.
+//
+// A string also carries its content spans: the bytes that came from the caller's data
+// (messages, tools) rather than from the template's own text (server/jinja/marks.h says how
+// they follow the text through the template). Templates cannot see them: ==, <, hashing and
+// every method ignore them.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,8 @@ using List = std::vector<Value>;
 // Insertion-ordered (keys are usually strings; lookups are linear: chat dicts are small).
 using DictItems = std::vector<std::pair<Value, Value>>;
 using NativeFn = std::function<absl::StatusOr<Value>(CallArgs&)>;
+// Byte ranges [first, second) of a string: sorted, disjoint, none empty, none touching.
+using ContentSpans = std::vector<std::pair<size_t, size_t>>;
 
 class Value {
  public:
@@ -57,12 +64,16 @@ class Value {
   static Value Int(int64_t i);
   static Value Float(double f);
   static Value String(std::string s);
+  // s with its content spans (normalised: sorted, merged, clipped to s).
+  static Value String(std::string s, ContentSpans content);
+  static Value Content(std::string s);  // all of s is content
   static Value MakeList(List items = {});
   static Value Tuple(List items);
   static Value MakeDict(DictItems items = {});
   static Value Namespace(DictItems items = {});
   static Value Callable(std::string name, NativeFn fn);
-  static Value FromJson(const nlohmann::ordered_json& j);
+  // content: every string in it (dict keys too) is content.
+  static Value FromJson(const nlohmann::ordered_json& j, bool content = false);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
@@ -86,6 +97,11 @@ class Value {
   int64_t i() const { return kind_ == Kind::kBool ? b_ : i_; }
   double f() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i()); }
   const std::string& s() const { return s_; }  // the string, or an undefined's reason
+  // A string's content spans; empty for every other value.
+  const ContentSpans& content() const;
+  // Some string in this value (itself, list items, dict keys and values, at any depth; a
+  // structure nested over 32 deep counts as content) holds content.
+  bool HasContent() const;
   List& list() const { return *list_; }
   DictItems& dict() const { return *dict_; }
   const NativeFn& fn() const { return *fn_; }
@@ -120,6 +136,7 @@ class Value {
   std::shared_ptr<List> list_;
   std::shared_ptr<DictItems> dict_;
   std::shared_ptr<NativeFn> fn_;
+  std::shared_ptr<const ContentSpans> content_;  // strings only; null: none
 };
 
 // Python ==: numbers across int/float/bool, strings, lists/tuples and dicts by content.
