@@ -17,6 +17,7 @@ function(pagedinfer_libraries_for src out)
     "tests/testing/memory_limits.h" pagedinfer_testing_limits
     "tests/testing/serve_process.h" pagedinfer_testing_serve
     "tests/testing/json_schema_check.h" pagedinfer_testing_json
+    "tests/testing/grammar_testing.h" pagedinfer_testing_grammar
     "tests/testing/prometheus_text.h" pagedinfer_testing_prometheus)
   file(STRINGS ${src} incs REGEX "^#include \"")
   set(libs)

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/grammar/escapes.h"
 #include "engine/grammar/gbnf_ast.h"
 #include "engine/grammar/utf8.h"
 
@@ -213,19 +214,9 @@ class Parser {
       ++pos_;
       char e = Peek();
       ++pos_;
+      if (std::optional<char32_t> c = ControlEscape(e)) return *c;
+      if (int digits = HexEscapeDigits(e)) return ParseHex(digits);
       switch (e) {
-        case 'n':
-          return U'\n';
-        case 'r':
-          return U'\r';
-        case 't':
-          return U'\t';
-        case 'f':
-          return U'\f';
-        case 'v':
-          return U'\v';
-        case '0':
-          return U'\0';
         case '\\':
         case '"':
         case '\'':
@@ -235,12 +226,6 @@ class Parser {
         case '^':
         case '/':
           return static_cast<char32_t>(e);
-        case 'x':
-          return ParseHex(2);
-        case 'u':
-          return ParseHex(4);
-        case 'U':
-          return ParseHex(8);
         default:
           --pos_;
           return Error(absl::StrFormat("unknown escape '\\%c'", e));
@@ -255,19 +240,13 @@ class Parser {
   }
 
   absl::StatusOr<char32_t> ParseHex(int digits) {
-    uint32_t v = 0;
-    for (int i = 0; i < digits; ++i) {
-      char c = Peek();
-      int d = (c >= '0' && c <= '9')   ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                       : -1;
-      if (d < 0) return Error(absl::StrFormat("expected %d hex digits in an escape", digits));
-      v = v * 16 + d;
-      ++pos_;
+    std::optional<char32_t> v = HexEscapeValue(s_.substr(pos_), digits);
+    if (!v) {
+      return Error(
+          absl::StrFormat("expected %d hex digits of a code point up to U+10FFFF", digits));
     }
-    if (v > 0x10FFFF) return Error("escape beyond U+10FFFF");
-    return static_cast<char32_t>(v);
+    pos_ += static_cast<size_t>(digits);
+    return *v;
   }
 
   absl::StatusOr<std::u32string> ParseQuoted(char quote) {

@@ -55,14 +55,15 @@ std::string RuleName(const std::string& hint) {
 
 class Converter {
  public:
-  explicit Converter(const Json& root) : root_(root) {}
+  // rule: the start rule's name; the others are named rule-s-...
+  Converter(const Json& root, std::string rule) : root_(root), rule_(std::move(rule)) {}
 
   absl::StatusOr<std::string> Run() {
     auto body = Visit(root_, "root", "", 0);
     if (!body.ok()) return body.status();
-    std::string out = absl::StrCat("root ::= ", *body, "\n");
+    std::string out = absl::StrCat(rule_, " ::= ", *body, "\n");
     for (const auto& [name, rule] : rules_) absl::StrAppend(&out, name, " ::= ", rule, "\n");
-    return absl::StrCat(out, kPrimitives);
+    return out;
   }
 
  private:
@@ -76,7 +77,7 @@ class Converter {
   }
 
   std::string NewRule(const std::string& hint, std::string body) {
-    std::string base = absl::StrCat("s-", RuleName(hint));
+    std::string base = absl::StrCat(rule_ == "root" ? "" : rule_ + "-", "s-", RuleName(hint));
     std::string name = base;
     for (int k = 2; rules_.count(name); ++k) name = absl::StrCat(base, "-", k);
     rules_[name] = std::move(body);
@@ -297,12 +298,13 @@ class Converter {
     return NewRule(hint, body);
   }
 
-  absl::StatusOr<std::string> Object(const Json& s, const std::string& hint, const std::string& path,
-                                     int depth);
+  absl::StatusOr<std::string> Object(const Json& s, const std::string& hint,
+                                     const std::string& path, int depth);
   absl::StatusOr<std::string> FreeObject(const Json& s, const std::string& hint,
                                          const std::string& path, int depth);
 
   const Json& root_;
+  const std::string rule_;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
 };
@@ -393,8 +395,17 @@ std::string GbnfQuote(std::string_view text) {
 
 std::string JsonObjectGbnf() { return absl::StrCat("root ::= json-object\n", kPrimitives); }
 
+std::string JsonPrimitiveRules() { return kPrimitives; }
+
+absl::StatusOr<std::string> JsonSchemaRules(const nlohmann::ordered_json& schema,
+                                            const std::string& rule) {
+  return Converter(schema, rule).Run();
+}
+
 absl::StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema) {
-  return Converter(schema).Run();
+  auto rules = JsonSchemaRules(schema, "root");
+  if (!rules.ok()) return rules.status();
+  return absl::StrCat(*rules, kPrimitives);
 }
 
 absl::StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json) {

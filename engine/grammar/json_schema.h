@@ -31,6 +31,12 @@ std::string JsonObjectGbnf();
 // GBNF for the schema's values; its start rule is "root". InvalidArgument naming what is not
 // supported, or what is wrong (a $ref that resolves nowhere, minItems > maxItems, ...).
 absl::StatusOr<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema);
+// The schema's rules for combining with other rules in one grammar: its start rule is named
+// `rule` (letters, digits, '-'), its helper rules `rule`-s-..., and the json-* and ws rules
+// they use are left out: add JsonPrimitiveRules() once per grammar.
+absl::StatusOr<std::string> JsonSchemaRules(const nlohmann::ordered_json& schema,
+                                            const std::string& rule);
+std::string JsonPrimitiveRules();  // ws and json-* (any value, object, string, number, ...)
 // The same for schema text (which must be a JSON object or boolean).
 absl::StatusOr<std::string> JsonSchemaTextToGbnf(std::string_view schema_json);
 
