@@ -18,6 +18,7 @@ function(pagedinfer_libraries_for src out)
     "tests/testing/serve_process.h" pagedinfer_testing_serve
     "tests/testing/json_schema_check.h" pagedinfer_testing_json
     "tests/testing/grammar_testing.h" pagedinfer_testing_grammar
+    "tests/testing/test_tokenizers.h" pagedinfer_testing_tokenizers
     "tests/testing/prometheus_text.h" pagedinfer_testing_prometheus)
   file(STRINGS ${src} incs REGEX "^#include \"")
   set(libs)

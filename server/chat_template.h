@@ -4,15 +4,28 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "nlohmann/json.hpp"
 
 namespace pinfer::server {
 
 enum class ChatTemplate { kChatMl, kLlama2, kLlama3, kMistral, kGemma, kPhi3, kZephyr };
 
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
+  bool content_null = false;  // an assistant message with tool calls and no text
+  // assistant: OpenAI's tool_calls ([{id, type, function: {name, arguments}}], arguments
+  // parsed into an object where they are JSON text, as vLLM hands them to templates); null:
+  // none. tool: the call it answers (tool_call_id) and the function's name, when given.
+  nlohmann::ordered_json tool_calls;
+  std::string tool_call_id;
+  std::string name;
 };
 
 // The family a Jinja template belongs to; ChatML when none is recognised (or it is empty).

@@ -1,10 +1,13 @@
 // The bodies of one completions or chat answer, built from the engine's outputs: OpenAI's
 // choices (prompt p's completion i is choice p * n + i), each streamed chunk as its output
-// arrives, the whole JSON answer, and the usage chunk. Plain formatting: no threads, no HTTP.
+// arrives, the whole JSON answer, and the usage chunk. With tools, a chat answer's calls are
+// read from its text (tool_answer.h) and returned as tool_calls (finish_reason "tool_calls"),
+// in the stream as tool_calls deltas. Plain formatting: no threads, no HTTP.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,7 @@
 #include "loaders/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/openai_request.h"
+#include "server/tool_answer.h"
 
 namespace pinfer::server {
 
@@ -28,9 +32,12 @@ class CompletionBody {
   CompletionBody(const Tokenizer& tok, const ParsedRequest& request, ResponseHead head,
                  std::vector<std::string> prompt_texts);
 
-  // Folds in one output of prompt p; returns its streamed chunk, or null when it has
-  // nothing to show yet.
-  nlohmann::json Fold(size_t p, const SequenceOutput& o);
+  // Chat answers are read for calls of `tool_names` in `syntax` (before any Fold).
+  void EnableTools(ToolSyntax syntax, std::vector<std::string> tool_names);
+
+  // Folds in one output of prompt p; returns its streamed chunks (none when it has nothing
+  // to show yet).
+  std::vector<nlohmann::json> Fold(size_t p, const SequenceOutput& o);
   nlohmann::json Body() const;        // the non-streamed answer
   nlohmann::json UsageChunk() const;  // a stream's last chunk with include_usage
 
@@ -41,9 +48,16 @@ class CompletionBody {
     int output_tokens = 0;
     bool started = false;  // streaming: the first chunk (role / echoed prompt) went out
     std::vector<SampledLogprobs> logprobs;
-    size_t text_offset = 0;  // completions logprobs: where the next token's text begins
+    size_t text_offset = 0;             // completions logprobs: where the next token's text begins
+    std::shared_ptr<ToolAnswer> tools;  // with tools: the answer being read for calls
+    std::vector<ToolCall> calls;
+    std::vector<std::string> call_ids;  // "call_..." one per call
   };
   nlohmann::json ChoiceLogprobs(const std::vector<SampledLogprobs>& lps, Choice* c) const;
+  // The chat chunks of one output: the delta (role, content), then each call's.
+  std::vector<nlohmann::json> ChatChunks(int index, Choice& c, const std::string& text, bool first,
+                                         const SequenceOutput& o) const;
+  nlohmann::json Message(const Choice& c) const;
   nlohmann::json Usage() const;
 
   const Tokenizer& tok_;
@@ -53,6 +67,9 @@ class CompletionBody {
   const std::vector<std::string> prompt_texts_;
   std::map<size_t, int> prompt_tokens_, cached_tokens_;  // by prompt
   std::map<int, Choice> choices_;                        // by choice index
+  bool tools_ = false;
+  ToolSyntax syntax_ = ToolSyntax::kHermes;
+  std::vector<std::string> tool_names_;
 };
 
 }  // namespace pinfer::server

@@ -8,6 +8,7 @@
 #include "engine/param_error.h"
 #include "nlohmann/json.hpp"
 #include "server/completion_body.h"
+#include "server/request_json.h"
 #include "server/response_json.h"
 
 namespace pinfer::server {
@@ -79,8 +80,7 @@ void Job::Drain() {
     std::vector<SequenceOutput> outs;
     streams_[p]->Take(&outs);
     for (const SequenceOutput& o : outs) {
-      json chunk = body_.Fold(p, o);
-      if (!chunk.is_null()) chunks.push_back(std::move(chunk));
+      for (json& chunk : body_.Fold(p, o)) chunks.push_back(std::move(chunk));
     }
     done &= streams_[p]->done();
     accepted &= streams_[p]->accepted();
@@ -138,29 +138,58 @@ http::Response ErrorResponse(const ApiError& e) {
   return r;
 }
 
-std::vector<GenerationRequest> CompletionsHandler::EngineRequests(
-    const ParsedRequest& pr, std::vector<std::string>* prompt_texts) const {
-  std::vector<GenerationRequest> out;
+std::optional<ApiError> CompletionsHandler::ForcedCall(const ParsedRequest& pr,
+                                                       GenerationRequest* g) const {
+  if (pr.tool_choice != ToolChoice::kRequired && pr.tool_choice != ToolChoice::kFunction) {
+    return std::nullopt;
+  }
+  if (pr.grammar) {
+    return request_json::Bad(pr.grammar_field, "tool_choice forces a tool call; " +
+                                                   pr.grammar_field +
+                                                   " cannot constrain the same answer");
+  }
+  std::vector<ToolSpec> specs;
+  for (const ToolSpec& t : pr.tool_specs) {
+    if (pr.tool_choice == ToolChoice::kRequired || t.name == pr.tool_function) specs.push_back(t);
+  }
+  // A named function is called once (as vLLM does); "required" may call several when
+  // parallel_tool_calls allows it.
+  const bool several = pr.tool_choice == ToolChoice::kRequired && pr.parallel_tool_calls;
+  auto gbnf = ForcedCallGbnf(formatter_->tool_syntax(), specs, several);
+  auto compiled = gbnf.ok()
+                      ? grammar::CompileGrammar(*gbnf)
+                      : absl::StatusOr<std::shared_ptr<const grammar::Grammar>>(gbnf.status());
+  if (!compiled.ok()) return request_json::Bad("tools", std::string(compiled.status().message()));
+  g->grammar = std::move(*compiled);
+  return std::nullopt;
+}
+
+std::optional<ApiError> CompletionsHandler::EngineRequests(
+    const ParsedRequest& pr, std::vector<GenerationRequest>* out,
+    std::vector<std::string>* prompt_texts) const {
   auto add = [&](std::vector<int32_t> prompt) {
     GenerationRequest g;
     g.params = pr.params;
     g.n = pr.n;
+    g.grammar = pr.grammar;
     g.prompt = std::move(prompt);
     if (g.prompt.empty() && tok_.bos() >= 0) g.prompt.push_back(tok_.bos());
     const int room = max_model_len_ - static_cast<int>(g.prompt.size());
     if (pr.chat && !pr.max_tokens_given && room > 0) g.params.max_tokens = room;
-    out.push_back(std::move(g));
+    out->push_back(std::move(g));
   };
   if (pr.chat) {
-    add(chat_encoder_.Encode(FormatChatPieces(tmpl_, pr.messages), special_in_content_));
-    out.back().params.stop.push_back(ChatTemplateEndOfTurn(tmpl_));
-    return out;
+    auto pieces = formatter_->Format(pr.messages, pr.tools, pr.chat_template_kwargs);
+    if (!pieces.ok()) return request_json::Bad("messages", std::string(pieces.status().message()));
+    add(chat_encoder_.Encode(*pieces, special_in_content_));
+    out->back().params.stop.push_back(ChatTemplateEndOfTurn(formatter_->family()));
+    return ForcedCall(pr, &out->back());
   }
   for (const PromptInput& p : pr.prompts) {
     prompt_texts->push_back(p.is_ids ? tok_.Decode(p.ids) : p.text);
     add(p.is_ids ? p.ids : tok_.Encode(p.text, /*add_special=*/true));
   }
-  return out;
+  return std::nullopt;
 }
 
 void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
@@ -174,7 +203,10 @@ void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
                  chat ? "/v1/chat/completions" : "/v1/completions", names.c_str());
   }
   std::vector<std::string> prompt_texts;
-  std::vector<GenerationRequest> requests = EngineRequests(pr, &prompt_texts);
+  std::vector<GenerationRequest> requests;
+  if (auto e = EngineRequests(pr, &requests, &prompt_texts)) {
+    return ex->Respond(ErrorResponse(*e));
+  }
   // The request's own faults are answered now, without waiting for the engine's step.
   for (const GenerationRequest& g : requests) {
     if (absl::Status s = engine_.Validate(g); !s.ok()) {
@@ -189,9 +221,14 @@ void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
   rh.model = model_id_;  // the served model's own id, whatever the client named
   rh.system_fingerprint = fingerprint_;
   rh.created = static_cast<int64_t>(std::time(nullptr));
-  auto job =
-      std::make_shared<Job>(ex, &worker_, CompletionBody(tok_, pr, rh, std::move(prompt_texts)),
-                            requests.size(), pr.n, pr.stream, pr.include_usage, std::move(head));
+  CompletionBody body(tok_, pr, rh, std::move(prompt_texts));
+  if (pr.chat && pr.tool_choice != ToolChoice::kNone) {
+    std::vector<std::string> names;
+    for (const ToolSpec& t : pr.tool_specs) names.push_back(t.name);
+    body.EnableTools(formatter_->tool_syntax(), std::move(names));
+  }
+  auto job = std::make_shared<Job>(ex, &worker_, std::move(body), requests.size(), pr.n, pr.stream,
+                                   pr.include_usage, std::move(head));
   // Each stream holds the job until its last notification; the job holds the streams.
   for (const auto& s : job->streams()) s->SetNotify([job] { job->OnNotify(); });
   // A client that hangs up (streamed or not) cancels its requests and frees their blocks.

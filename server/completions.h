@@ -14,8 +14,8 @@
 
 #include "engine/engine.h"
 #include "loaders/tokenizer.h"
+#include "server/chat_formatter.h"
 #include "server/chat_prompt.h"
-#include "server/chat_template.h"
 #include "server/engine_worker.h"
 #include "server/http/exchange.h"
 #include "server/openai_request.h"
@@ -25,17 +25,19 @@ namespace pinfer::server {
 class CompletionsHandler {
  public:
   // engine (for Validate, which reads only its model and config) and worker must outlive
-  // the handler. model_id: what responses name as their model; fingerprint: their
+  // the handler. formatter: how chats become prompts (the model's template or a built-in
+  // one). model_id: what responses name as their model; fingerprint: their
   // system_fingerprint. special_in_content: also turn special-token text inside chat
   // messages into special tokens (llama.cpp's behaviour; off: only the template's own text
   // is parsed for them).
-  CompletionsHandler(const Engine& engine, EngineWorker& worker, ChatTemplate tmpl,
-                     std::string model_id, std::string fingerprint, bool special_in_content = false)
+  CompletionsHandler(const Engine& engine, EngineWorker& worker,
+                     std::shared_ptr<const ChatFormatter> formatter, std::string model_id,
+                     std::string fingerprint, bool special_in_content = false)
       : engine_(engine),
         tok_(engine.model().tokenizer()),
         max_model_len_(engine.config().max_model_len),
         worker_(worker),
-        tmpl_(tmpl),
+        formatter_(std::move(formatter)),
         model_id_(std::move(model_id)),
         fingerprint_(std::move(fingerprint)),
         special_in_content_(special_in_content),
@@ -45,16 +47,20 @@ class CompletionsHandler {
   void Handle(std::shared_ptr<http::Exchange> exchange, bool chat);
 
  private:
-  // The engine requests of a parsed request: the chat's one, or one per prompt; and, for
-  // echo, each prompt's text.
-  std::vector<GenerationRequest> EngineRequests(const ParsedRequest& pr,
-                                                std::vector<std::string>* prompt_texts) const;
+  // The engine requests of a parsed request: the chat's one (formatted by the chat
+  // template), or one per prompt; and, for echo, each prompt's text. A 400 when the
+  // template refuses the messages or a forced call's grammar cannot be built.
+  std::optional<ApiError> EngineRequests(const ParsedRequest& pr,
+                                         std::vector<GenerationRequest>* out,
+                                         std::vector<std::string>* prompt_texts) const;
+  // tool_choice required or a named function: the grammar of a call (tool_calls.h).
+  std::optional<ApiError> ForcedCall(const ParsedRequest& pr, GenerationRequest* g) const;
 
   const Engine& engine_;
   const Tokenizer& tok_;
   const int max_model_len_;
   EngineWorker& worker_;
-  const ChatTemplate tmpl_;
+  const std::shared_ptr<const ChatFormatter> formatter_;
   const std::string model_id_;
   const std::string fingerprint_;
   const bool special_in_content_;

@@ -5,13 +5,15 @@
 
 #include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
+#include "server/request_grammar.h"
 #include "server/request_json.h"
 #include "server/request_sampling.h"
+#include "server/request_tools.h"
 
 namespace pinfer::server {
 namespace {
 
-using json = nlohmann::json;
+using json = request_json::json;
 using request_json::Bad;
 using request_json::GetBool;
 using request_json::GetInt;
@@ -28,10 +30,14 @@ std::optional<ApiError> ParseMessages(const json& v, std::vector<ChatMessage>* o
     ChatMessage msg;
     msg.role = m["role"].get<std::string>();
     if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-      return Bad("messages", "role '" + msg.role + "' is not supported (system, user, assistant)");
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
+        msg.role != "tool") {
+      return Bad("messages",
+                 "role '" + msg.role + "' is not supported (system, user, assistant, tool)");
     }
+    if (auto e = ParseMessageToolParts(m, &msg)) return e;
     const json& c = m.contains("content") ? m["content"] : json();
+    msg.content_null = c.is_null();
     if (c.is_string()) {
       msg.content = c.get<std::string>();
     } else if (c.is_array()) {  // [{"type": "text", "text": "..."}]
@@ -121,10 +127,14 @@ std::optional<ApiError> ClassifyFields(const json& j, ParsedRequest* r) {
                                               "suffix",
                                               "best_of",
                                               "tool_choice",
-                                              "response_format",
                                               "function_call"};
+  static const std::set<std::string> kChatRead = {"tools", "parallel_tool_calls",
+                                                  "chat_template_kwargs"};
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!kRead.count(it.key())) r->ignored.push_back(it.key());
+    const bool grammar = std::find(std::begin(kGrammarFields), std::end(kGrammarFields),
+                                   it.key()) != std::end(kGrammarFields);
+    const bool read = kRead.count(it.key()) || (r->chat && kChatRead.count(it.key()));
+    if (!read && !grammar) r->ignored.push_back(it.key());
   }
   std::sort(r->ignored.begin(), r->ignored.end());
   return std::nullopt;
@@ -141,32 +151,6 @@ std::optional<ApiError> ParseEcho(const json& j, ParsedRequest* r) {
   }
   if (Has(j, "suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty())) {
     return Bad("suffix", "suffix (text insertion) is not supported by this server");
-  }
-  return std::nullopt;
-}
-
-// tools are accepted (the model may always answer without calling one; ClassifyFields names
-// them as unused), but a call this server cannot make or a JSON output it cannot enforce is
-// refused rather than silently not done.
-std::optional<ApiError> ParseToolFields(const json& j, ParsedRequest*) {
-  for (const char* key : {"tool_choice", "function_call"}) {
-    if (!Has(j, key)) continue;
-    const json& c = j[key];
-    if (!(c.is_string() && (c == "none" || c == "auto"))) {
-      return Bad(key, std::string(key) +
-                          " other than \"none\" or \"auto\" forces a tool call, which this "
-                          "server cannot make yet");
-    }
-  }
-  if (Has(j, "response_format")) {
-    const json& f = j["response_format"];
-    if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) {
-      return Bad("response_format", "response_format must be an object with a type");
-    }
-    if (f["type"] != "text") {
-      return Bad("response_format", "response_format " + f["type"].dump() +
-                                        " is not supported by this server yet (only text)");
-    }
   }
   return std::nullopt;
 }
@@ -314,7 +298,7 @@ std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedR
   ParsedRequest r = Defaults(chat);
   for (auto step :
        {ClassifyFields, ParseInput, ParseLengths, SamplingStep, PenaltiesStep, LogitBiasStep,
-        LogprobsStep, ParseStreaming, StopStep, ParseEcho, ParseToolFields}) {
+        LogprobsStep, ParseStreaming, StopStep, ParseEcho, ParseToolFields, ParseGrammarFields}) {
     if (auto e = step(j, &r)) return e;
   }
   *out = std::move(r);

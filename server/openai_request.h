@@ -3,13 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/grammar/grammar.h"
 #include "engine/sampler.h"
 #include "server/chat_template.h"
+#include "server/tool_calls.h"
 
 namespace pinfer::server {
 
@@ -33,6 +36,9 @@ struct PromptInput {
   bool is_ids = false;
 };
 
+// tool_choice (server/request_tools.h).
+enum class ToolChoice { kNone, kAuto, kRequired, kFunction };
+
 struct ParsedRequest {
   bool chat = false;
   std::string model;
@@ -46,6 +52,17 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: the prompt's text before each completion
+  // The output's grammar (server/request_grammar.h), compiled; null when unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::string grammar_field;  // the field it came from (response_format, guided_json, ...)
+  // Chat tools (server/request_tools.h): as given (an array; null: none) for the template,
+  // their functions, the choice and whether a forced answer may hold several calls.
+  nlohmann::ordered_json tools;
+  std::vector<ToolSpec> tool_specs;
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_function;  // kFunction: the function named
+  bool parallel_tool_calls = true;
+  nlohmann::ordered_json chat_template_kwargs;  // an object, or null
   // Fields accepted that change nothing here: unknown ones (vLLM's rule: accepted, and named
   // in the X-Ignored-Fields response header and the log) and OpenAI's that have no effect on
   // generation here (user, metadata, store, ...). Sorted.
@@ -53,9 +70,9 @@ struct ParsedRequest {
 };
 
 // Parses a JSON body. Wrong types, out-of-range values and fields that would need what this
-// server cannot do (best_of > n, image parts, suffix, echo with logprobs, a forced tool
-// call, a JSON response format) are errors naming the parameter; unknown fields are listed
-// in `ignored`.
+// server cannot do (best_of > n, image parts, suffix, echo with logprobs, a grammar or
+// schema feature the compiler does not support) are errors naming the parameter; unknown
+// fields are listed in `ignored`.
 std::optional<ApiError> ParseRequest(const std::string& body, bool chat, ParsedRequest* out);
 
 }  // namespace pinfer::server

@@ -1,5 +1,6 @@
 #include "server/openai_server.h"
 
+#include <cstdio>
 #include <ctime>
 
 #include "nlohmann/json.hpp"
@@ -90,11 +91,12 @@ http::Handler BodyHandler(Fn fn) {
 
 class OpenAiServer::Handlers {
  public:
-  Handlers(Engine& engine, EngineWorker& worker, const ServerOptions& options, ChatTemplate t)
+  Handlers(Engine& engine, EngineWorker& worker, const ServerOptions& options,
+           std::shared_ptr<const ChatFormatter> formatter)
       : engine_(engine),
         worker_(worker),
         options_(options),
-        completions_(engine, worker, t, options.model_id,
+        completions_(engine, worker, std::move(formatter), options.model_id,
                      SystemFingerprint(engine.model().path(), engine.model().WeightFormat(),
                                        std::string(KvDtypeName(engine.config().kv_dtype))),
                      options.special_in_content),
@@ -197,10 +199,14 @@ class OpenAiServer::Handlers {
 
 OpenAiServer::OpenAiServer(Engine& engine, ServerOptions options)
     : engine_(engine), options_(std::move(options)) {
-  template_ = options_.chat_template.value_or(
-      DetectChatTemplate(engine.model().tokenizer().spec().chat_template));
+  formatter_ = options_.chat_formatter;
+  if (!formatter_) {
+    std::string note;
+    formatter_ = ChatFormatter::ForModel(engine.model().tokenizer(), &note);
+    std::fprintf(stderr, "chat template: %s\n", note.c_str());
+  }
   worker_ = std::make_unique<EngineWorker>(engine_);
-  handlers_ = std::make_unique<Handlers>(engine_, *worker_, options_, template_);
+  handlers_ = std::make_unique<Handlers>(engine_, *worker_, options_, formatter_);
   http::ServerConfig hc;
   hc.limits = options_.limits;
   hc.io_threads = options_.http_threads;

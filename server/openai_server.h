@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
-#include "server/chat_template.h"
+#include "server/chat_formatter.h"
 #include "server/engine_worker.h"
 #include "server/http/http_limits.h"
 #include "server/http/http_server.h"
@@ -34,8 +34,9 @@ struct ServerOptions {
   // Parse special-token text inside chat messages too (llama.cpp's behaviour); off: only
   // the chat template's own text can produce special tokens.
   bool special_in_content = false;
-  // The chat template family; nullopt: detected from the model's tokenizer.chat_template.
-  std::optional<ChatTemplate> chat_template;
+  // How chats become prompts; null: the model's own template (ChatFormatter::ForModel, its
+  // decision printed once).
+  std::shared_ptr<const ChatFormatter> chat_formatter;
   // CORS: browser origins allowed to call the API ("*": any). Empty: no CORS headers and no
   // preflight answers (the default, since the API may carry a key).
   std::vector<std::string> allowed_origins;
@@ -47,7 +48,7 @@ class OpenAiServer {
   OpenAiServer(Engine& engine, ServerOptions options);
   ~OpenAiServer();
 
-  ChatTemplate chat_template() const { return template_; }
+  const ChatFormatter& chat_formatter() const { return *formatter_; }
   // Binds the listening socket; returns the port.
   absl::StatusOr<int> Bind();
   // Serves until Stop(); blocking.
@@ -65,7 +66,7 @@ class OpenAiServer {
   class Handlers;
   Engine& engine_;
   ServerOptions options_;
-  ChatTemplate template_;
+  std::shared_ptr<const ChatFormatter> formatter_;
   std::unique_ptr<EngineWorker> worker_;
   std::unique_ptr<Handlers> handlers_;
   std::unique_ptr<http::Server> http_;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "loaders/json_strict.h"
+
 namespace pinfer::server::request_json {
 
 ApiError Bad(const std::string& param, const std::string& message) {
@@ -48,6 +50,13 @@ std::optional<ApiError> GetBool(const json& body, const char* key, bool* out) {
   if (!body[key].is_boolean()) return Bad(key, std::string(key) + " must be true or false");
   *out = body[key].get<bool>();
   return std::nullopt;
+}
+
+json ParseEmbedded(std::string_view text) {
+  if (!CheckJsonLimits(text, "embedded JSON", kRequestJsonLimits).ok()) {
+    return json(json::value_t::discarded);
+  }
+  return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
 }
 
 }  // namespace pinfer::server::request_json

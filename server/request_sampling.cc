@@ -9,7 +9,7 @@
 
 namespace pinfer::server {
 
-using json = nlohmann::json;
+using json = request_json::json;
 using request_json::Bad;
 using request_json::GetBool;
 using request_json::GetInt;

@@ -13,13 +13,14 @@
 #include "engine/sampler.h"
 #include "nlohmann/json.hpp"
 #include "server/openai_request.h"
+#include "server/request_json.h"
 
 namespace pinfer::server {
 
-std::optional<ApiError> ParseSampling(const nlohmann::json& j, SamplingParams* p);
-std::optional<ApiError> ParsePenalties(const nlohmann::json& j, SamplingParams* p);
-std::optional<ApiError> ParseLogitBias(const nlohmann::json& j, SamplingParams* p);
-std::optional<ApiError> ParseLogprobs(const nlohmann::json& j, bool chat, SamplingParams* p);
+std::optional<ApiError> ParseSampling(const request_json::json& j, SamplingParams* p);
+std::optional<ApiError> ParsePenalties(const request_json::json& j, SamplingParams* p);
+std::optional<ApiError> ParseLogitBias(const request_json::json& j, SamplingParams* p);
+std::optional<ApiError> ParseLogprobs(const request_json::json& j, bool chat, SamplingParams* p);
 
 // The most top_logprobs / logprobs alternatives a request may ask for (vLLM's default).
 inline constexpr int kMaxTopLogprobs = 20;

@@ -12,11 +12,11 @@ using json = nlohmann::json;
 using request_json::Bad;
 using request_json::GetBool;
 
-std::optional<ApiError> Object(const std::string& body, json* j) {
+std::optional<ApiError> Object(const std::string& body, request_json::json* j) {
   if (absl::Status s = CheckJsonLimits(body, "the request body", kRequestJsonLimits); !s.ok()) {
     return Bad("", std::string(s.message()));
   }
-  *j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  *j = request_json::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j->is_discarded()) return Bad("", "the request body is not valid JSON");
   if (!j->is_object()) return Bad("", "the request body must be a JSON object");
   return std::nullopt;
@@ -34,7 +34,7 @@ json PieceJson(const std::string& piece) {
 
 std::optional<ApiError> TokenizeBody(const std::string& body, const Tokenizer& tok,
                                      int max_model_len, std::string* out) {
-  json j;
+  request_json::json j;
   if (auto e = Object(body, &j)) return e;
   const char* key = j.contains("content") ? "content" : "prompt";
   if (!j.contains(key) || !j[key].is_string()) {
@@ -65,13 +65,13 @@ std::optional<ApiError> TokenizeBody(const std::string& body, const Tokenizer& t
 
 std::optional<ApiError> DetokenizeBody(const std::string& body, const Tokenizer& tok,
                                        std::string* out) {
-  json j;
+  request_json::json j;
   if (auto e = Object(body, &j)) return e;
   if (!j.contains("tokens") || !j["tokens"].is_array()) {
     return Bad("tokens", "tokens must be an array of token ids");
   }
   std::vector<int32_t> ids;
-  for (const json& t : j["tokens"]) {
+  for (const auto& t : j["tokens"]) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok.n_vocab()) {
       return Bad("tokens", "token ids are integers from 0 to " + std::to_string(tok.n_vocab() - 1));
     }

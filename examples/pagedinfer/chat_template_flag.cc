@@ -24,23 +24,21 @@ std::string Names() {
 void RegisterChatTemplateFlag(Args& args, std::string* flag) {
   args.Add("--chat-template", flag,
            absl::StrCat("chat template: a built-in name (", Names(),
-                        ") or a file holding a Jinja template (default: the model's)"));
+                        ") or a file holding a Jinja template (default: the model's own, "
+                        "rendered as Jinja)"));
 }
 
 absl::StatusOr<ResolvedTemplate> ResolveChatTemplate(const std::string& flag,
                                                      const Tokenizer& tok) {
   ResolvedTemplate r;
   if (flag.empty()) {
-    const std::string& jinja = tok.spec().chat_template;
-    r.tmpl = server::DetectChatTemplate(jinja);
-    r.source = jinja.empty() ? "the model has none; ChatML is the default"
-                             : "detected from the model's template";
+    r.formatter = server::ChatFormatter::ForModel(tok, &r.source);
     return r;
   }
   for (server::ChatTemplate t : kAll) {
     if (flag == server::ChatTemplateName(t)) {
-      r.tmpl = t;
-      r.source = "--chat-template";
+      r.formatter = server::ChatFormatter::BuiltIn(t);
+      r.source = absl::StrCat("built-in ", flag, " (--chat-template)");
       return r;
     }
   }
@@ -50,8 +48,9 @@ absl::StatusOr<ResolvedTemplate> ResolveChatTemplate(const std::string& flag,
                                                    "' is neither a built-in template (", Names(),
                                                    ") nor a readable file"));
   }
-  r.tmpl = server::DetectChatTemplate(*text);
-  r.source = absl::StrCat("recognised in ", flag);
+  std::string note;
+  r.formatter = server::ChatFormatter::FromJinja(*text, tok, &note);
+  r.source = absl::StrCat(note, ", from ", flag);
   return r;
 }
 

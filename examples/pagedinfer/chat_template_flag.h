@@ -1,13 +1,17 @@
-// --chat-template NAME|FILE (chat, serve): the template family to format conversations with,
-// overriding the one detected from the model's tokenizer.chat_template.
+// --chat-template NAME|FILE (chat, serve): how conversations become prompts. By default the
+// model's own Jinja template (tokenizer.chat_template), rendered by the server's Jinja
+// interpreter, or the built-in family recognised in it when it uses what the interpreter
+// lacks; a built-in name picks that family's C++ formatter; a file is a Jinja template
+// rendered the same way.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "examples/pagedinfer/args.h"
 #include "loaders/tokenizer.h"
-#include "server/chat_template.h"
+#include "server/chat_formatter.h"
 
 namespace pinfer::cli {
 
@@ -15,14 +19,16 @@ namespace pinfer::cli {
 void RegisterChatTemplateFlag(Args& args, std::string* flag);
 
 struct ResolvedTemplate {
-  server::ChatTemplate tmpl = server::ChatTemplate::kChatMl;
-  std::string source;  // "detected from the model", "--chat-template llama3", "FILE", ...
+  std::shared_ptr<const server::ChatFormatter> formatter;
+  // What is used and why, for the start-up line: "jinja (the model's template)", "built-in
+  // llama3 (--chat-template)", "built-in chatml (the Jinja template fails: ...)", ...
+  std::string source;
 };
 
-// flag "": the model's template (DetectChatTemplate; ChatML when it has none). A built-in
-// name (chatml, llama2, llama3, mistral, gemma, phi3, zephyr) picks that family; anything
-// else is read as a file holding a Jinja template and recognised the same way.
-// InvalidArgument naming the choices when it is neither a name nor a readable file.
+// flag "": the model's template (ChatFormatter::ForModel; ChatML when it has none). A
+// built-in name (chatml, llama2, llama3, mistral, gemma, phi3, zephyr) picks that family;
+// anything else is read as a file holding a Jinja template. InvalidArgument naming the
+// choices when it is neither a name nor a readable file.
 absl::StatusOr<ResolvedTemplate> ResolveChatTemplate(const std::string& flag, const Tokenizer& tok);
 
 }  // namespace pinfer::cli

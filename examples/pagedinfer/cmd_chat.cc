@@ -19,8 +19,8 @@
 #include "examples/pagedinfer/engine_flags.h"
 #include "examples/pagedinfer/line_reader.h"
 #include "examples/pagedinfer/sampling_flags.h"
+#include "server/chat_formatter.h"
 #include "server/chat_prompt.h"
-#include "server/chat_template.h"
 
 namespace pinfer::cli {
 namespace {
@@ -50,9 +50,14 @@ std::chrono::milliseconds StepDelay() {
 
 class ChatSession {
  public:
-  ChatSession(Engine& e, const Tokenizer& tok, server::ChatTemplate tmpl, SamplingParams sp,
+  ChatSession(Engine& e, const Tokenizer& tok,
+              std::shared_ptr<const server::ChatFormatter> formatter, SamplingParams sp,
               const std::string& system)
-      : e_(e), tok_(tok), tmpl_(tmpl), sp_(std::move(sp)), delay_(StepDelay()) {
+      : e_(e),
+        tok_(tok),
+        formatter_(std::move(formatter)),
+        sp_(std::move(sp)),
+        delay_(StepDelay()) {
     if (!system.empty()) history_.push_back({"system", system});
     keep_ = history_.size();
   }
@@ -95,10 +100,12 @@ class ChatSession {
     while (true) {
       GenerationRequest req;
       req.params = sp_;
-      req.params.stop.push_back(server::ChatTemplateEndOfTurn(tmpl_));
+      req.params.stop.push_back(server::ChatTemplateEndOfTurn(formatter_->family()));
       // Only the template's text may spell special tokens; what was typed stays text.
-      req.prompt =
-          server::ChatPromptEncoder(tok_).Encode(server::FormatChatPieces(tmpl_, history_));
+      auto pieces =
+          formatter_->Format(history_, nlohmann::ordered_json(), nlohmann::ordered_json());
+      if (!pieces.ok()) return pieces.status();
+      req.prompt = server::ChatPromptEncoder(tok_).Encode(*pieces);
       const int room = max_len - static_cast<int>(req.prompt.size());
       if (room >= 1) {
         req.params.max_tokens = std::min(req.params.max_tokens, room);
@@ -139,7 +146,7 @@ class ChatSession {
 
   Engine& e_;
   const Tokenizer& tok_;
-  const server::ChatTemplate tmpl_;
+  const std::shared_ptr<const server::ChatFormatter> formatter_;
   const SamplingParams sp_;
   const std::chrono::milliseconds delay_;
   std::vector<server::ChatMessage> history_;
@@ -201,10 +208,10 @@ int ChatMain(int argc, char** argv) {
   auto tmpl = ResolveChatTemplate(chat_template, tok);
   if (!tmpl.ok()) return Fail(tmpl.status(), 2);
   std::fprintf(stderr,
-               "chat template: %s (%s). Type a message; Ctrl-C stops a reply, /reset starts "
+               "chat template: %s. Type a message; Ctrl-C stops a reply, /reset starts "
                "over, /history shows the conversation, /exit leaves.\n",
-               server::ChatTemplateName(tmpl->tmpl), tmpl->source.c_str());
-  ChatSession chat(*loaded->engine, tok, tmpl->tmpl, sf.Resolved(), system);
+               tmpl->source.c_str());
+  ChatSession chat(*loaded->engine, tok, tmpl->formatter, sf.Resolved(), system);
   CatchInterrupt();
   Converse(chat);
   return 0;

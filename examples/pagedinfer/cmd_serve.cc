@@ -218,13 +218,12 @@ int ServeMain(int argc, char** argv) {
   if (!loaded.ok()) return Fail(loaded.status());
   auto tmpl = ResolveChatTemplate(f.chat_template, loaded->model->tokenizer());
   if (!tmpl.ok()) return Fail(tmpl.status(), 2);
-  f.server.chat_template = tmpl->tmpl;
+  f.server.chat_formatter = tmpl->formatter;
 
   // A client that vanishes mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
   server::OpenAiServer srv(*loaded->engine, f.server);
-  std::fprintf(stderr, "chat template: %s (%s)\n", server::ChatTemplateName(srv.chat_template()),
-               tmpl->source.c_str());
+  std::fprintf(stderr, "chat template: %s\n", tmpl->source.c_str());
   auto port = srv.Bind();
   if (!port.ok()) return Fail(port.status());
   std::fprintf(stderr, "serving %s on http://%s:%d (OpenAI API under /v1; /health, /metrics)\n",

@@ -138,7 +138,7 @@ TEST(EngineFlagsCli, ChatTemplateByNameOrFile) {
   REQUIRE_BIN_AND_MODEL();
   CommandResult byname = Pinfer(bin, {"chat", "-m", model, "--chat-template", "llama2"}, "/exit\n");
   EXPECT_EQ(byname.rc, 0) << byname.err;
-  EXPECT_NE(byname.err.find("chat template: llama2 (--chat-template)"), std::string::npos)
+  EXPECT_NE(byname.err.find("chat template: built-in llama2 (--chat-template)"), std::string::npos)
       << byname.err;
   const std::string file = testing::TempDir("tmpl") + "/t.jinja";
   FILE* f = std::fopen(file.c_str(), "w");
@@ -148,8 +148,18 @@ TEST(EngineFlagsCli, ChatTemplateByNameOrFile) {
   std::fclose(f);
   CommandResult byfile = Pinfer(bin, {"chat", "-m", model, "--chat-template", file}, "/exit\n");
   EXPECT_EQ(byfile.rc, 0) << byfile.err;
-  EXPECT_NE(byfile.err.find("chat template: llama3 (recognised in "), std::string::npos)
-      << byfile.err;
+  EXPECT_NE(byfile.err.find("chat template: jinja, from " + file), std::string::npos) << byfile.err;
+  // A construct the interpreter lacks: the family recognised in it, saying why, once.
+  f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{% include 'header.jinja' %}<|start_header_id|>{{ messages[0].content }}", f);
+  std::fclose(f);
+  CommandResult fallback = Pinfer(bin, {"chat", "-m", model, "--chat-template", file}, "/exit\n");
+  EXPECT_EQ(fallback.rc, 0) << fallback.err;
+  EXPECT_NE(fallback.err.find("chat template: built-in llama3 (the Jinja template fails: "),
+            std::string::npos)
+      << fallback.err;
+  EXPECT_NE(fallback.err.find("include"), std::string::npos) << fallback.err;
   CommandResult bad =
       Pinfer(bin, {"serve", "-m", model, "--port", "0", "--chat-template", "nonsense"});
   EXPECT_EQ(bad.rc, 2);

@@ -11,47 +11,20 @@
 #include "loaders/tokenizer.h"
 #include "server/chat_template.h"
 #include "tests/testing/test_models.h"
+#include "tests/testing/test_tokenizers.h"
 
 namespace pinfer::server {
 namespace {
 
 using Ids = std::vector<int32_t>;
 
-// SentencePiece with byte fallback: <unk> <s> </s>, 256 bytes, then ChatML's two control
-// tokens (259, 260) and a few pieces.
-std::unique_ptr<Tokenizer> ChatMlTokenizer() {
-  TokenizerSpec s;
-  s.kind = TokenizerSpec::Kind::kSentencePiece;
-  s.tokens = {"<unk>", "<s>", "</s>"};
-  s.types = {TokenType::kUnknown, TokenType::kControl, TokenType::kControl};
-  for (int b = 0; b < 256; ++b) {
-    char buf[8];
-    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
-    s.tokens.push_back(buf);
-    s.types.push_back(TokenType::kByte);
-  }
-  for (const char* control : {"<|im_start|>", "<|im_end|>"}) {
-    s.tokens.push_back(control);
-    s.types.push_back(TokenType::kControl);
-  }
-  for (const char* piece : {"\xE2\x96\x81", "user", "system", "assistant", "hi", "obey", "\n"}) {
-    s.tokens.push_back(piece);
-    s.types.push_back(TokenType::kNormal);
-  }
-  s.scores.assign(s.tokens.size(), -1.0f);
-  s.unk_id = 0;
-  s.bos_id = 1;
-  s.eos_id = 2;
-  auto t = Tokenizer::Create(std::move(s));
-  EXPECT_TRUE(t.ok()) << t.status();
-  return std::move(*t);
-}
+using pinfer::testing::ChatMlTokenizer;
+using pinfer::testing::kImEnd;
+using pinfer::testing::kImStart;
 
 int Count(const Ids& ids, int32_t id) {
   return static_cast<int>(std::count(ids.begin(), ids.end(), id));
 }
-
-constexpr int32_t kImStart = 259, kImEnd = 260;
 
 TEST(ChatPromptTest, BenignConversationsEncodeAsTheWholeStringDid) {
   auto tok = ChatMlTokenizer();

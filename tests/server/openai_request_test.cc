@@ -44,7 +44,7 @@ TEST(OpenAiRequestTest, ErrorsNameTheParameter) {
   e = ParseRequest(R"({"prompt":"x","logprobs":50})", false, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "logprobs");
-  e = ParseRequest(R"({"messages":[{"role":"tool","content":"x"}]})", true, &r);
+  e = ParseRequest(R"({"messages":[{"role":"function","content":"x"}]})", true, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "messages");
   EXPECT_EQ(ErrorJson(*e).find(R"({"error":{)"), 0u);
@@ -83,7 +83,8 @@ TEST(OpenAiRequestTest, WhatCannotBeHonouredIsA400NamingIt) {
   EXPECT_EQ(param(R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required"})", true),
             "tool_choice");
   EXPECT_EQ(param(R"({"messages":[{"role":"user","content":"x"}],
-                     "response_format":{"type":"json_object"}})",
+                     "response_format":{"type":"json_schema","json_schema":{"name":"x",
+                     "schema":{"type":"string","format":"email"}}}})",
                   true),
             "response_format");
   EXPECT_EQ(param(R"({"messages":[{"role":"user","content":[{"type":"image_url",

@@ -1,5 +1,6 @@
 // Drives a running `pagedinfer serve` (PINFER_BASE_URL, PINFER_API_KEY) with the official
-// openai client: completion, chat, streamed chat, n=2, errors. Exits non-zero on a failure.
+// openai client: completion, chat, streamed chat, n=2, errors, JSON schema outputs and forced
+// tool calls (whole and streamed). Exits non-zero on a failure.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 
@@ -125,8 +126,7 @@ await check("LangChain-style chat: tools, response_format text, metadata, store"
   assert.match(data.id, /^chatcmpl-[0-9a-f]{32}$/);
   assert.match(data.system_fingerprint, /^fp_[0-9a-f]{12}$/);
   assert.ok(data.choices[0].message.content.length > 0);
-  assert.equal(response.headers.get("x-ignored-fields"),
-               "metadata, parallel_tool_calls, store, tools, user");
+  assert.equal(response.headers.get("x-ignored-fields"), "metadata, store, user");
   assert.equal(typeof data.usage.prompt_tokens_details.cached_tokens, "number");
 });
 
@@ -207,6 +207,109 @@ await check("what cannot be honoured is a 400 naming it", async () => {
   await assert.rejects(client.chat.completions.create({ model, max_tokens: 2, messages: [
     { role: "user", content: [{ type: "image_url", image_url: { url: "http://x/a.png" } }] }] }),
     (e) => e.status === 400 && /image_url/.test(e.error.message));
+  await assert.rejects(client.chat.completions.create({ model, max_tokens: 2,
+    messages: [{ role: "user", content: "Hi" }],
+    response_format: { type: "json_schema", json_schema: { name: "x", schema: {
+      type: "object", properties: { n: { type: "integer", minimum: 0 } } } } } }),
+    (e) => e.status === 400 && e.error.param === "response_format" &&
+           /'minimum'/.test(e.error.message));
+});
+
+// A JSON schema validator for what these checks ask for: type, properties, required,
+// additionalProperties false, enum, items, maxItems, maxLength. Returns "" or what is wrong.
+function violation(v, s, path = "") {
+  const types = { object: (x) => x !== null && typeof x === "object" && !Array.isArray(x),
+                  array: Array.isArray, string: (x) => typeof x === "string",
+                  integer: Number.isInteger, number: (x) => typeof x === "number" };
+  if (s.type && !types[s.type](v)) return `${path || "/"}: ${JSON.stringify(v)} is not ${s.type}`;
+  if (s.enum && !s.enum.includes(v)) return `${path}: ${JSON.stringify(v)} not in the enum`;
+  if (s.maxLength !== undefined && [...v].length > s.maxLength) return `${path}: too long`;
+  if (s.maxItems !== undefined && v.length > s.maxItems) return `${path}: too many items`;
+  if (s.items) {
+    for (const [i, x] of v.entries()) {
+      const e = violation(x, s.items, `${path}/${i}`);
+      if (e) return e;
+    }
+  }
+  if (s.type === "object") {
+    for (const k of s.required || []) if (!(k in v)) return `${path}: lacks ${k}`;
+    for (const [k, x] of Object.entries(v)) {
+      if (!(s.properties || {})[k]) {
+        if (s.additionalProperties === false) return `${path}: ${k} is not allowed`;
+        continue;
+      }
+      const e = violation(x, s.properties[k], `${path}/${k}`);
+      if (e) return e;
+    }
+  }
+  return "";
+}
+
+const person = { type: "object", additionalProperties: false,
+  required: ["name", "age", "mood", "tags"],
+  properties: { name: { type: "string", maxLength: 20 }, age: { type: "integer" },
+                mood: { enum: ["happy", "sad", "sleepy"] },
+                tags: { type: "array", items: { type: "string", maxLength: 12 }, maxItems: 3 } } };
+
+await check("response_format json_schema: 5 seeded answers parse and validate", async () => {
+  for (let seed = 1; seed <= 5; seed++) {
+    const r = await client.chat.completions.create({
+      model, seed, temperature: 1, max_tokens: 300,
+      messages: [{ role: "user", content: "Describe Lily as JSON." }],
+      response_format: { type: "json_schema",
+                         json_schema: { name: "person", strict: true, schema: person } } });
+    const e = violation(JSON.parse(r.choices[0].message.content), person);
+    assert.equal(e, "", `seed ${seed}: ${r.choices[0].message.content}`);
+  }
+});
+
+const weather = { type: "object", additionalProperties: false, required: ["city", "unit"],
+  properties: { city: { type: "string", maxLength: 16 },
+                unit: { enum: ["celsius", "fahrenheit"] } } };
+const weatherTools = [{ type: "function", function: {
+  name: "get_weather", description: "Weather in a city", parameters: weather } }];
+const forced = { type: "function", function: { name: "get_weather" } };
+
+await check("forced tool call: tool_calls whose arguments validate", async () => {
+  for (let seed = 1; seed <= 3; seed++) {
+    const r = await client.chat.completions.create({
+      model, seed, temperature: 1, max_tokens: 400, tools: weatherTools, tool_choice: forced,
+      messages: [{ role: "user", content: "Weather in Paris?" }] });
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, "tool_calls");
+    assert.equal(c.message.tool_calls.length, 1);
+    const call = c.message.tool_calls[0];
+    assert.equal(call.type, "function");
+    assert.equal(call.function.name, "get_weather");
+    assert.match(call.id, /^call_/);
+    assert.equal(violation(JSON.parse(call.function.arguments), weather), "", call.function.arguments);
+  }
+});
+
+await check("forced tool call, streamed: the client's stream helper puts the deltas together",
+            async () => {
+  const stream = client.beta.chat.completions.stream({
+    model, seed: 4, temperature: 1, max_tokens: 400, tools: weatherTools, tool_choice: forced,
+    messages: [{ role: "user", content: "Weather in Oslo?" }] });
+  let deltas = 0;
+  stream.on("chunk", (chunk) => { if (chunk.choices[0]?.delta?.tool_calls) deltas++; });
+  const done = await stream.finalChatCompletion();
+  const c = done.choices[0];
+  assert.ok(deltas >= 2, "the call arrives as deltas (a head, then the arguments)");
+  assert.equal(c.finish_reason, "tool_calls");
+  const call = c.message.tool_calls[0];
+  assert.equal(call.function.name, "get_weather");
+  assert.equal(violation(JSON.parse(call.function.arguments), weather), "", call.function.arguments);
+});
+
+await check("a conversation with a tool call and its result", async () => {
+  const r = await client.chat.completions.create({
+    model, max_tokens: 8, temperature: 0, tools: weatherTools, messages: [
+      { role: "user", content: "Weather in Paris?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function",
+        function: { name: "get_weather", arguments: '{"city":"Paris","unit":"celsius"}' } }] },
+      { role: "tool", tool_call_id: "call_1", content: "21 degrees, sunny" }] });
+  assert.equal(typeof r.choices[0].message.content, "string");
 });
 
 await check("/tokenize and /detokenize (llama-server's shapes)", async () => {

@@ -15,7 +15,7 @@ command -v node >/dev/null || skip "node is not installed (scripts/setup.sh inst
 
 log="$(mktemp)"
 key="test-key-$$"
-"$bin" serve -m "$model" --host 127.0.0.1 --port 0 --api-key "$key" --max-model-len 256 \
+"$bin" serve -m "$model" --host 127.0.0.1 --port 0 --api-key "$key" --max-model-len 2048 \
   --threads 2 2>"$log" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"' EXIT

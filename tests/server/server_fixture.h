@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "engine/model/model.h"
+#include "nlohmann/json.hpp"
 #include "server/openai_server.h"
 #include "tests/server/http_client.h"
+#include "tests/testing/test_models.h"
 
 namespace pinfer::server::testing {
 
@@ -40,10 +42,27 @@ class ServerFixture : public ::testing::Test {
     port_ = *port;
     listener_ = std::thread([this] { server_->Listen(); });
   }
+  // Start() over stories260K with a CPU engine of this context and batch (2 threads); the
+  // test is skipped, naming the folder, when the model is absent.
+  void StartStories(int max_model_len, int max_num_seqs) {
+    PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+    EngineConfig c;
+    c.max_model_len = max_model_len;
+    c.max_num_seqs = max_num_seqs;
+    c.threads = 2;
+    Start(path, c, ServerOptions());
+  }
   void TearDown() override {
     if (server_) server_->Stop();
     if (listener_.joinable()) listener_.join();
     server_.reset();
+  }
+
+  // POSTs a JSON body, expecting status `want`; the answer parsed (discarded if not JSON).
+  nlohmann::json PostJson(const std::string& path, const nlohmann::json& body, int want = 200) {
+    auto r = pinfer::testing::HttpClient(port_).Post(path, body.dump());
+    EXPECT_EQ(r.status, want) << r.body;
+    return nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   }
 
   // A pagedinfer_* figure from /metrics, -1 if absent.

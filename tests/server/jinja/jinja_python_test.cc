@@ -1,8 +1,11 @@
 // Every template of tests/server/jinja/templates/ (written for these tests: each construct
 // of the subset, and templates with the structure of the Llama 3.1, Qwen2.5, Qwen3, Mistral
 // and Gemma chat templates) rendered with each context of its .json file, byte for byte as
-// python3-jinja2 renders it under Hugging Face's settings (jinja_reference.py). Skips,
-// saying so, when python3 or its jinja2 module is missing (scripts/setup.sh installs
+// python3-jinja2 renders it under Hugging Face's settings (jinja_reference.py); and each
+// conversation of the chat templates sent as an OpenAI request (arguments as JSON text)
+// through the server's parser and chat formatter, byte for byte as python3-jinja2 renders
+// what apply_chat_template passes (tools None when there are none, arguments as objects).
+// Skips, saying so, when python3 or its jinja2 module is missing (scripts/setup.sh installs
 // python3-jinja2).
 #include <array>
 #include <cstdio>
@@ -13,9 +16,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "server/chat_formatter.h"
 #include "server/jinja/builtins.h"
 #include "server/jinja/template.h"
+#include "server/openai_request.h"
 #include "tests/testing/test_models.h"
+#include "tests/testing/test_tokenizers.h"
 
 namespace pinfer::jinja {
 namespace {
@@ -94,6 +100,83 @@ TEST(JinjaVersusPython, EveryTestTemplateRendersByteForByte) {
   }
   EXPECT_GE(templates, 14);
   std::printf("compared %d templates, %d renders with python3-jinja2\n", templates, renders);
+}
+
+// An HF context (add_generation_prompt true) as the OpenAI request a client would send:
+// tool-call arguments as JSON text.
+std::string RequestBody(nlohmann::ordered_json context) {
+  for (auto& m : context["messages"]) {
+    if (!m.contains("tool_calls")) continue;
+    for (auto& call : m["tool_calls"]) {
+      auto& args = call["function"]["arguments"];
+      if (!args.is_string()) args = args.dump();
+    }
+  }
+  nlohmann::ordered_json body = {{"messages", context["messages"]}};
+  if (context.contains("tools")) body["tools"] = context["tools"];
+  return body.dump();
+}
+
+TEST(JinjaVersusPython, ChatRequestsRenderAsApplyChatTemplate) {
+  if (!HavePythonJinja()) {
+    GTEST_SKIP() << "python3 with jinja2 not found (Debian package python3-jinja2): the "
+                    "byte-for-byte comparison did NOT run";
+  }
+  const std::string dir = testing::SourcePath("tests/server/jinja/templates");
+  const std::string script = testing::SourcePath("tests/server/jinja/jinja_reference.py");
+  setenv("TZ", "UTC", 1);                 // strftime_now: the same local time on both sides
+  auto tok = testing::ChatMlTokenizer();  // BOS "<s>", EOS "</s>", as the contexts say
+  int compared = 0;
+  for (const char* name :
+       {"llama31_like", "qwen25_like", "qwen3_like", "mistral_like", "gemma_like"}) {
+    SCOPED_TRACE(name);
+    const std::string source = ReadFile(dir + "/" + name + ".jinja");
+    std::string note;
+    RenderOptions at_epoch;
+    at_epoch.now = kEpoch;
+    auto formatter = server::ChatFormatter::FromJinja(source, *tok, &note, at_epoch);
+    ASSERT_TRUE(formatter->is_jinja()) << note;
+    // The contexts as apply_chat_template builds them: tools None when absent, every
+    // message with a content (null when it had none), a generation prompt.
+    auto contexts = nlohmann::ordered_json::parse(ReadFile(dir + "/" + name + ".json"));
+    nlohmann::ordered_json hf = nlohmann::ordered_json::array();
+    for (auto c : contexts) {
+      if (!c.value("add_generation_prompt", false)) continue;
+      if (!c.contains("tools")) c["tools"] = nullptr;
+      for (auto& m : c["messages"]) {
+        if (!m.contains("content")) m["content"] = nullptr;
+      }
+      hf.push_back(c);
+    }
+    const std::string hf_path = testing::TempDir("chat_hf") + "/contexts.json";
+    std::ofstream(hf_path) << hf.dump();
+    int status = 0;
+    const auto expected = nlohmann::ordered_json::parse(
+        RunCommand("TZ=UTC python3 '" + script + "' '" + dir + "/" + name + ".jinja' '" + hf_path +
+                       "' " + std::to_string(kEpoch),
+                   &status));
+    ASSERT_EQ(status, 0);
+    for (size_t i = 0; i < hf.size(); ++i) {
+      server::ParsedRequest pr;
+      auto e = server::ParseRequest(RequestBody(hf[i]), /*chat=*/true, &pr);
+      ASSERT_FALSE(e) << e->message;
+      auto pieces = formatter->Format(pr.messages, pr.tools, pr.chat_template_kwargs);
+      if (!expected[i].contains("out")) {
+        EXPECT_FALSE(pieces.ok()) << "context " << i << ": python failed";
+        continue;
+      }
+      ASSERT_TRUE(pieces.ok()) << "context " << i << ": " << pieces.status();
+      std::string got;
+      for (const server::PromptPiece& p : *pieces) got += p.text;
+      std::string want = expected[i]["out"].get<std::string>();
+      // The formatter leaves a leading BOS to the tokenizer (which adds it).
+      if (want.rfind("<s>", 0) == 0 && got.rfind("<s>", 0) != 0) got = "<s>" + got;
+      EXPECT_EQ(got, want) << "context " << i;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 10);
+  std::printf("compared %d chat requests with apply_chat_template's renders\n", compared);
 }
 
 }  // namespace
