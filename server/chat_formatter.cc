@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "engine/param_error.h"
 #include "server/jinja/builtins.h"
 
 namespace pinfer::server {
@@ -178,11 +179,11 @@ absl::StatusOr<std::vector<PromptPiece>> ChatFormatter::Format(
   if (absl::IsFailedPrecondition(s)) {  // raise_exception: the template's own words
     std::string msg(s.message());
     if (absl::StartsWith(msg, jinja::kRaisedPrefix)) msg.erase(0, sizeof(jinja::kRaisedPrefix) - 1);
-    return absl::InvalidArgumentError(
-        absl::StrCat("the chat template refused the messages: ", msg));
+    return InvalidParamError("messages",
+                             absl::StrCat("the chat template refused the messages: ", msg));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("the chat template failed on these messages: ", s.message()));
+  return InvalidParamError(
+      "messages", absl::StrCat("the chat template failed on these messages: ", s.message()));
 }
 
 }  // namespace pinfer::server

@@ -16,13 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// An engine refusal, with the parameter it concerns (engine/param_error.h).
-ApiError SubmissionError(const absl::Status& s) {
-  ApiError e = ErrorFromStatus(s);
-  e.param = ParamOf(s);
-  return e;
-}
-
 // One HTTP request from submission to its last byte: one engine request per prompt. The
 // engine thread only calls OnNotify; everything else runs on the connection's I/O thread
 // (Exchange::Post), one call at a time.
@@ -91,7 +84,7 @@ void Job::Drain() {
     // a plain HTTP error, and the other prompts' requests end too.
     over_ = true;
     for (const auto& stream : streams_) worker_->Cancel(stream);
-    ex_->Respond(ErrorResponse(SubmissionError(failed)));
+    ex_->Respond(ErrorResponse(ErrorFromStatus(failed)));
     return;
   }
   if (!accepted && !done) return;  // wait until every prompt is in
@@ -156,10 +149,11 @@ std::optional<ApiError> CompletionsHandler::ForcedCall(const ParsedRequest& pr,
   // parallel_tool_calls allows it.
   const bool several = pr.tool_choice == ToolChoice::kRequired && pr.parallel_tool_calls;
   auto gbnf = ForcedCallGbnf(formatter_->tool_syntax(), specs, several);
-  auto compiled = gbnf.ok()
-                      ? grammar::CompileGrammar(*gbnf)
-                      : absl::StatusOr<std::shared_ptr<const grammar::Grammar>>(gbnf.status());
-  if (!compiled.ok()) return request_json::Bad("tools", std::string(compiled.status().message()));
+  if (!gbnf.ok()) return ErrorFromStatus(gbnf.status());  // names "tools"
+  auto compiled = grammar::CompileGrammar(*gbnf);
+  if (!compiled.ok()) {
+    return ErrorFromStatus(InvalidParamError("tools", std::string(compiled.status().message())));
+  }
   g->grammar = std::move(*compiled);
   return std::nullopt;
 }
@@ -180,7 +174,7 @@ std::optional<ApiError> CompletionsHandler::EngineRequests(
   };
   if (pr.chat) {
     auto pieces = formatter_->Format(pr.messages, pr.tools, pr.chat_template_kwargs);
-    if (!pieces.ok()) return request_json::Bad("messages", std::string(pieces.status().message()));
+    if (!pieces.ok()) return ErrorFromStatus(pieces.status());  // names "messages"
     add(chat_encoder_.Encode(*pieces, special_in_content_));
     out->back().params.stop.push_back(ChatTemplateEndOfTurn(formatter_->family()));
     return ForcedCall(pr, &out->back());
@@ -210,7 +204,7 @@ void CompletionsHandler::Handle(std::shared_ptr<http::Exchange> ex, bool chat) {
   // The request's own faults are answered now, without waiting for the engine's step.
   for (const GenerationRequest& g : requests) {
     if (absl::Status s = engine_.Validate(g); !s.ok()) {
-      return ex->Respond(ErrorResponse(SubmissionError(s)));
+      return ex->Respond(ErrorResponse(ErrorFromStatus(s)));
     }
   }
   if (ex->closed()) return;  // the client left while the prompt was tokenized

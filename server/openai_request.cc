@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "engine/param_error.h"
 #include "loaders/json_strict.h"
 #include "nlohmann/json.hpp"
 #include "server/request_grammar.h"
@@ -268,6 +269,7 @@ std::string ErrorJson(const ApiError& e) {
 ApiError ErrorFromStatus(const absl::Status& s) {
   ApiError e;
   e.message = std::string(s.message());
+  e.param = ParamOf(s);
   if (absl::IsInvalidArgument(s)) return e;
   if (absl::IsResourceExhausted(s)) {
     e.http_status = 503;

@@ -25,8 +25,9 @@ struct ApiError {
 };
 
 std::string ErrorJson(const ApiError& e);
-// An engine status as an API error: InvalidArgument 400, ResourceExhausted and Unavailable
-// (shutting down) 503, else 500.
+// A status as an API error: InvalidArgument 400, ResourceExhausted and Unavailable
+// (shutting down) 503, else 500; param is the parameter the status names as data
+// (InvalidParamError / ParamOf, engine/param_error.h), never read from its message.
 ApiError ErrorFromStatus(const absl::Status& s);
 
 // One prompt of a completions request: text (encoded with BOS) or token ids as given.

@@ -8,6 +8,7 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/regex.h"
+#include "engine/param_error.h"
 
 namespace pinfer::server {
 namespace {
@@ -22,9 +23,14 @@ struct Gbnf {
   std::optional<ApiError> error;
 };
 
+// A grammar compiler's refusal (which knows no request field) as the field's 400.
+ApiError FieldError(const std::string& field, const absl::Status& s) {
+  return ErrorFromStatus(InvalidParamError(field, absl::StrCat(field, ": ", s.message())));
+}
+
 Gbnf FromStatus(const std::string& field, absl::StatusOr<std::string> s) {
   if (s.ok()) return {std::move(*s), std::nullopt};
-  return {"", Bad(field, absl::StrCat(field, ": ", s.status().message()))};
+  return {"", FieldError(field, s.status())};
 }
 
 // A JSON schema given as an object, a boolean, or text holding one.
@@ -139,7 +145,7 @@ std::optional<ApiError> ParseGrammarFields(const json& j, ParsedRequest* r) {
   if (field.empty()) return std::nullopt;
   auto compiled = grammar::CompileGrammar(gbnf);
   if (!compiled.ok()) {
-    return Bad(field, absl::StrCat(field, ": ", compiled.status().message()));
+    return FieldError(field, compiled.status());
   }
   r->grammar = std::move(*compiled);
   r->grammar_field = field;

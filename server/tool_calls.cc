@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/grammar/json_schema.h"
+#include "engine/param_error.h"
 #include "server/request_json.h"
 
 namespace pinfer::server {
@@ -193,8 +194,8 @@ absl::StatusOr<std::string> ForcedCallGbnf(ToolSyntax syntax, const std::vector<
         tools[i].parameters.is_null() ? json{{"type", "object"}} : tools[i].parameters;
     auto args = grammar::JsonSchemaRules(schema, rule);
     if (!args.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("tool '", tools[i].name, "' parameters: ", args.status().message()));
+      return InvalidParamError("tools", absl::StrCat("tool '", tools[i].name,
+                                                     "' parameters: ", args.status().message()));
     }
     absl::StrAppend(&rules, *args);
     const std::string head =

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/param_error.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/chat_prompt.h"
@@ -104,6 +105,7 @@ TEST(ChatFormatterTest, RaiseExceptionIsTheRequestsError) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(), "the chat template refused the messages: end with a user turn");
+  EXPECT_EQ(ParamOf(r.status()), "messages");  // the server's error.param
 }
 
 TEST(ChatFormatterTest, BuiltInFamiliesWriteToolsCallsAndResults) {

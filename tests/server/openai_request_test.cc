@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/param_error.h"
+
 namespace pinfer::server {
 namespace {
 
@@ -54,6 +56,13 @@ TEST(OpenAiRequestTest, QueueFullIsA503) {
   ApiError e = ErrorFromStatus(absl::ResourceExhaustedError("full"));
   EXPECT_EQ(e.http_status, 503);
   EXPECT_EQ(ErrorFromStatus(absl::InvalidArgumentError("x")).http_status, 400);
+}
+
+TEST(OpenAiRequestTest, AnErrorsParamIsTheOneItsStatusNames) {
+  const ApiError named = ErrorFromStatus(InvalidParamError("n", "n = 9 is too many"));
+  EXPECT_EQ(named.http_status, 400);
+  EXPECT_EQ(named.param, "n");
+  EXPECT_EQ(ErrorFromStatus(absl::InvalidArgumentError("n = 9 is too many")).param, "");
 }
 
 TEST(OpenAiRequestTest, UnknownFieldsAreAcceptedAndNamed) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/param_error.h"
 #include "gtest/gtest.h"
 #include "server/tool_answer.h"
 #include "tests/testing/grammar_testing.h"
@@ -115,6 +116,7 @@ TEST(ToolCallsTest, ForcedCallGrammarsFollowTheFunctionsSchemas) {
   EXPECT_NE(bad.status().message().find("tool 'add' parameters: json_schema: keyword 'minimum'"),
             std::string::npos)
       << bad.status();
+  EXPECT_EQ(ParamOf(bad.status()), "tools");  // the server's error.param
 }
 
 }  // namespace
