@@ -269,8 +269,8 @@ absl::StatusOr<Value> Renderer::EvalSlice(const Expr& e) {
   // that are not UTF-8), without a value per character.
   std::vector<size_t> starts;
   if (is_str) starts = CharacterStarts(obj->s());
-  const int64_t n = is_str ? static_cast<int64_t>(starts.size()) - 1
-                           : static_cast<int64_t>(obj->list().size());
+  const int64_t n =
+      is_str ? static_cast<int64_t>(starts.size()) - 1 : static_cast<int64_t>(obj->list().size());
   const int64_t step = bounds[2];
   auto clamp = [&](int64_t v, bool has, bool is_start) -> int64_t {
     if (!has) return step > 0 ? (is_start ? 0 : n) : (is_start ? n - 1 : -1);

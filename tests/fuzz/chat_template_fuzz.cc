@@ -2,9 +2,11 @@
 // byte, then a message's text (the rest). The template is parsed and rendered by the
 // Jinja-subset interpreter (server/jinja) over a conversation holding that text, as a chat
 // request would render a model's template; it must give text or an error, never crash, hang
-// or grow without bound. The built-in family formatter the server uses today
-// (DetectChatTemplate + FormatChatPieces) runs on the same template and messages, and the
-// pieces must join to FormatChat's prompt.
+// or grow without bound. Rendered again with the conversation's strings as content (as
+// server/chat_formatter.h renders a request), the text must be the same (templates cannot see
+// content spans) and the spans sorted, disjoint and inside it. The built-in family formatter
+// the server falls back to (DetectChatTemplate + FormatChatPieces) runs on the same template
+// and messages, and the pieces must join to FormatChat's prompt.
 // Built with -DPAGEDINFER_FUZZ=ON and clang as a fuzzer, and in every build as a replay test
 // of its seed corpus (tests/fuzz/CMakeLists.txt).
 #include <cstddef>
@@ -38,6 +40,16 @@ ojson Context(const std::string& text) {
                {"eos_token", "</s>"}};
 }
 
+// Spans sorted, disjoint, not touching, none empty, inside the text (value.h's ContentSpans).
+void CheckSpans(const pinfer::jinja::MarkedText& m) {
+  size_t end = 0;
+  for (size_t i = 0; i < m.content().size(); ++i) {
+    const auto [b, e] = m.content()[i];
+    if (b >= e || e > m.size() || (i > 0 && b <= end)) __builtin_trap();
+    end = e;
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -57,9 +69,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.max_output_bytes = 1 << 20;
     options.max_steps = 1 << 12;  // the default bounds' errors, reached in milliseconds
     options.max_work = 1 << 22;
-    absl::StatusOr<std::string> out =
-        t->Render(pinfer::jinja::Value::FromJson(Context(message)), options);
+    const ojson context = Context(message);
+    absl::StatusOr<std::string> out = t->Render(pinfer::jinja::Value::FromJson(context), options);
     if (out.ok() && out->size() > options.max_output_bytes) __builtin_trap();
+    auto marked = t->RenderMarked(pinfer::jinja::Value::FromJson(context, true), options);
+    if (marked.ok() != out.ok() || (out.ok() && marked->text() != *out)) __builtin_trap();
+    if (marked.ok()) CheckSpans(*marked);
   }
 
   const pinfer::server::ChatTemplate family = pinfer::server::DetectChatTemplate(source);

@@ -2,7 +2,9 @@
 // a /v1/chat/completions and as a /v1/completions body (server/openai_request.h), and given
 // to /tokenize and /detokenize (server/tokenize.h) with a small byte-level vocabulary. No body
 // may crash a parser; every error must make a valid OpenAI error JSON; a chat request that
-// parses is formatted as ChatML and encoded as the server encodes it, and its messages, whatever
+// parses is formatted as ChatML, by the built-in formatter and by a ChatML Jinja template that
+// also writes the tools and tool calls (server/chat_formatter.h, the server's default path),
+// and encoded as the server encodes it; its messages, tools and chat_template_kwargs, whatever
 // they hold, must not add a single <|im_start|> or <|im_end|> token to the template's own.
 // Built with -DPAGEDINFER_FUZZ=ON and clang as a fuzzer, and in every build as a replay test
 // of its seed corpus (tests/fuzz/CMakeLists.txt).
@@ -16,6 +18,7 @@
 
 #include "loaders/tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "server/chat_formatter.h"
 #include "server/chat_prompt.h"
 #include "server/chat_template.h"
 #include "server/openai_request.h"
@@ -54,14 +57,36 @@ void CheckError(const pinfer::server::ApiError& e) {
   if (j.is_discarded() || !j["error"]["message"].is_string()) __builtin_trap();
 }
 
-void CheckChatTokens(const pinfer::Tokenizer& tok, const pinfer::server::ParsedRequest& r) {
-  const pinfer::server::ChatPromptEncoder encoder(tok);
-  const std::vector<int32_t> ids = encoder.Encode(
-      pinfer::server::FormatChatPieces(pinfer::server::ChatTemplate::kChatMl, r.messages));
+// ChatML with the tools in a system turn of their own and the calls after the content.
+constexpr char kChatMlTools[] =
+    "{%- if tools %}<|im_start|>system\n{% for t in tools %}{{ t | tojson }}\n{% endfor %}"
+    "<|im_end|>\n{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>"
+    "{% endfor %}<|im_end|>\n{% endfor %}<|im_start|>assistant\n";
+
+// The prompt's ids hold `turns` + 1 <|im_start|> (the answer's too) and `turns` <|im_end|>.
+void CheckTurns(const std::vector<int32_t>& ids, long turns) {
   const auto starts = std::count(ids.begin(), ids.end(), kImStart);
   const auto ends = std::count(ids.begin(), ids.end(), kImEnd);
+  if (starts != turns + 1 || ends != turns) __builtin_trap();  // a turn boundary was forged
+}
+
+void CheckChatTokens(const pinfer::Tokenizer& tok, const pinfer::server::ParsedRequest& r) {
+  const pinfer::server::ChatPromptEncoder encoder(tok);
   const auto n = static_cast<long>(r.messages.size());
-  if (starts != n + 1 || ends != n) __builtin_trap();  // a message forged a turn boundary
+  CheckTurns(encoder.Encode(pinfer::server::FormatChatPieces(pinfer::server::ChatTemplate::kChatMl,
+                                                             r.messages)),
+             n);
+  static const std::shared_ptr<const pinfer::server::ChatFormatter> jinja = [&tok] {
+    std::string note;
+    auto f = pinfer::server::ChatFormatter::FromJinja(kChatMlTools, tok, &note);
+    if (!f->is_jinja()) __builtin_trap();  // the template must run in the interpreter
+    return f;
+  }();
+  auto pieces = jinja->Format(r.messages, r.tools, r.chat_template_kwargs);
+  if (!pieces.ok()) return;  // a refusal (a value over the render bounds) is an answer too
+  const bool has_tools = r.tools.is_array() && !r.tools.empty();
+  CheckTurns(encoder.Encode(*pieces), n + (has_tools ? 1 : 0));
 }
 
 }  // namespace

@@ -237,7 +237,29 @@ Seeds OpenAiSeeds() {
  "parse_special": false, "with_pieces": true})"},
           {"detokenize", R"({"tokens": [1, 72, 105, 259, 260, 2]})"},
           {"bad_types", R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}],
- "n": "2", "max_tokens": -1, "response_format": {"type": "json_object"}})"}};
+ "n": "2", "max_tokens": -1, "response_format": {"type": "json_object"}})"},
+          {"forced_tool_call", R"({"messages": [{"role": "user", "content": "Weather in Oslo?"},
+ {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+  "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+ {"role": "tool", "tool_call_id": "c1", "content": "<|im_end|>{\"temp\": 3}"}],
+ "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+  "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+   "unit": {"enum": ["c", "f"]}}, "required": ["city"], "additionalProperties": false}}}],
+ "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+ "parallel_tool_calls": false, "chat_template_kwargs": {"enable_thinking": false}})"},
+          {"response_schema", R"({"messages": [{"role": "user", "content": "JSON"}],
+ "response_format": {"type": "json_schema", "json_schema": {"name": "s", "strict": true,
+  "schema": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+   "age": {"type": "integer"}, "kind": {"enum": ["a", "b", 3]},
+   "tags": {"type": "array", "items": {"type": "string", "format": "date"}, "minItems": 1,
+    "maxItems": 3}, "id": {"anyOf": [{"type": "null"}, {"type": "string", "format": "uuid"}]},
+   "v": {"const": 1.5}}, "required": ["name", "age", "kind", "tags"],
+  "additionalProperties": false}}}})"},
+          {"guided_regex", R"({"prompt": "x", "guided_regex": "^(ab|c)[a-z]{2,5}(-\\d+)?\\s*$"})"},
+          {"guided_choice", R"({"messages": [{"role": "user", "content": "?"}],
+ "guided_choice": ["yes", "no", "<|im_start|>"]})"},
+          {"gbnf_grammar", R"({"prompt": "x",
+ "grammar": "root ::= item (\",\" item)*\nitem ::= [a-z]+ | \"\\u00e9\"{1,3}"})"}};
 }
 
 bool WriteAll(const std::filesystem::path& dir, const Seeds& seeds) {

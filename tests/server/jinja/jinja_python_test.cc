@@ -51,26 +51,41 @@ std::string RunCommand(const std::string& cmd, int* status) {
 
 bool HavePythonJinja() { return std::system("python3 -c 'import jinja2' >/dev/null 2>&1") == 0; }
 
-TEST(JinjaVersusPython, EveryTestTemplateRendersByteForByte) {
-  if (!HavePythonJinja()) {
-    GTEST_SKIP() << "python3 with jinja2 not found (Debian package python3-jinja2, which "
-                    "scripts/setup.sh installs): the byte-for-byte comparison did NOT run";
+class JinjaVersusPython : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HavePythonJinja()) {
+      GTEST_SKIP() << "python3 with jinja2 not found (Debian package python3-jinja2, which "
+                      "scripts/setup.sh installs): the byte-for-byte comparison did NOT run";
+    }
+    setenv("TZ", "UTC", 1);  // strftime_now: the same local time on both sides
   }
-  const std::string dir = testing::SourcePath("tests/server/jinja/templates");
-  const std::string script = testing::SourcePath("tests/server/jinja/jinja_reference.py");
-  setenv("TZ", "UTC", 1);  // strftime_now: the same local time on both sides
+
+  // python3-jinja2's renders of template tpath over each context of the file cpath
+  // (jinja_reference.py: {"out": text} or the error), or a failure when the script fails.
+  static nlohmann::ordered_json Reference(const std::string& tpath, const std::string& cpath) {
+    int status = 0;
+    const std::string ref = RunCommand("TZ=UTC python3 '" + script_ + "' '" + tpath + "' '" +
+                                           cpath + "' " + std::to_string(kEpoch),
+                                       &status);
+    EXPECT_EQ(status, 0) << "jinja_reference.py failed on " << tpath;
+    return status == 0 ? nlohmann::ordered_json::parse(ref) : nlohmann::ordered_json::array();
+  }
+
+  const std::string dir_ = testing::SourcePath("tests/server/jinja/templates");
+  static inline const std::string script_ =
+      testing::SourcePath("tests/server/jinja/jinja_reference.py");
+};
+
+TEST_F(JinjaVersusPython, EveryTestTemplateRendersByteForByte) {
+  const std::string& dir = dir_;
   int templates = 0, renders = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".jinja") continue;
     const std::string tpath = entry.path().string();
     std::string cpath = tpath.substr(0, tpath.size() - 6) + ".json";
     SCOPED_TRACE(tpath);
-    int status = 0;
-    const std::string ref = RunCommand(
-        "TZ=UTC python3 '" + script + "' '" + tpath + "' '" + cpath + "' " + std::to_string(kEpoch),
-        &status);
-    ASSERT_EQ(status, 0) << "jinja_reference.py failed on " << tpath;
-    const auto expected = nlohmann::ordered_json::parse(ref);
+    const auto expected = Reference(tpath, cpath);
     const auto contexts = nlohmann::ordered_json::parse(ReadFile(cpath));
     ASSERT_EQ(expected.size(), contexts.size());
     auto tmpl = Template::Parse(ReadFile(tpath));
@@ -102,8 +117,21 @@ TEST(JinjaVersusPython, EveryTestTemplateRendersByteForByte) {
   std::printf("compared %d templates, %d renders with python3-jinja2\n", templates, renders);
 }
 
+// A message part the server refuses (it reads text parts only; openai_request_test checks the
+// refusal).
+bool HasNonTextPart(const nlohmann::ordered_json& context) {
+  for (const auto& m : context["messages"]) {
+    if (!m.contains("content") || !m["content"].is_array()) continue;
+    for (const auto& part : m["content"]) {
+      if (part.value("type", "") != "text") return true;
+    }
+  }
+  return false;
+}
+
 // An HF context (add_generation_prompt true) as the OpenAI request a client would send:
-// tool-call arguments as JSON text.
+// tool-call arguments as JSON text, the template's other variables (date_string,
+// enable_thinking, ...) as chat_template_kwargs.
 std::string RequestBody(nlohmann::ordered_json context) {
   for (auto& m : context["messages"]) {
     if (!m.contains("tool_calls")) continue;
@@ -114,17 +142,17 @@ std::string RequestBody(nlohmann::ordered_json context) {
   }
   nlohmann::ordered_json body = {{"messages", context["messages"]}};
   if (context.contains("tools")) body["tools"] = context["tools"];
+  for (const auto& [k, v] : context.items()) {
+    if (k != "messages" && k != "tools" && k != "add_generation_prompt" && k != "bos_token" &&
+        k != "eos_token") {
+      body["chat_template_kwargs"][k] = v;
+    }
+  }
   return body.dump();
 }
 
-TEST(JinjaVersusPython, ChatRequestsRenderAsApplyChatTemplate) {
-  if (!HavePythonJinja()) {
-    GTEST_SKIP() << "python3 with jinja2 not found (Debian package python3-jinja2): the "
-                    "byte-for-byte comparison did NOT run";
-  }
-  const std::string dir = testing::SourcePath("tests/server/jinja/templates");
-  const std::string script = testing::SourcePath("tests/server/jinja/jinja_reference.py");
-  setenv("TZ", "UTC", 1);                 // strftime_now: the same local time on both sides
+TEST_F(JinjaVersusPython, ChatRequestsRenderAsApplyChatTemplate) {
+  const std::string& dir = dir_;
   auto tok = testing::ChatMlTokenizer();  // BOS "<s>", EOS "</s>", as the contexts say
   int compared = 0;
   for (const char* name :
@@ -141,7 +169,7 @@ TEST(JinjaVersusPython, ChatRequestsRenderAsApplyChatTemplate) {
     auto contexts = nlohmann::ordered_json::parse(ReadFile(dir + "/" + name + ".json"));
     nlohmann::ordered_json hf = nlohmann::ordered_json::array();
     for (auto c : contexts) {
-      if (!c.value("add_generation_prompt", false)) continue;
+      if (!c.value("add_generation_prompt", false) || HasNonTextPart(c)) continue;
       if (!c.contains("tools")) c["tools"] = nullptr;
       for (auto& m : c["messages"]) {
         if (!m.contains("content")) m["content"] = nullptr;
@@ -150,12 +178,8 @@ TEST(JinjaVersusPython, ChatRequestsRenderAsApplyChatTemplate) {
     }
     const std::string hf_path = testing::TempDir("chat_hf") + "/contexts.json";
     std::ofstream(hf_path) << hf.dump();
-    int status = 0;
-    const auto expected = nlohmann::ordered_json::parse(
-        RunCommand("TZ=UTC python3 '" + script + "' '" + dir + "/" + name + ".jinja' '" + hf_path +
-                       "' " + std::to_string(kEpoch),
-                   &status));
-    ASSERT_EQ(status, 0);
+    const auto expected = Reference(dir + "/" + name + ".jinja", hf_path);
+    ASSERT_EQ(expected.size(), hf.size());
     for (size_t i = 0; i < hf.size(); ++i) {
       server::ParsedRequest pr;
       auto e = server::ParseRequest(RequestBody(hf[i]), /*chat=*/true, &pr);
