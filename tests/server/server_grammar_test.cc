@@ -77,7 +77,9 @@ TEST_F(ServerGrammarTest, ChatJsonSchemaAnswersValidateInEverySeededRequest) {
   };
   auto [valid, parsed_free] = Tally("/v1/chat/completions", make, [](const json& r, bool c) {
     // A constrained answer ends where the grammar does; a free one runs to max_tokens.
-    if (c) EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+    if (c) {
+      EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+    }
     return r["choices"][0]["message"]["content"].get<std::string>();
   });
   std::printf("chat json_schema: %d of 20 valid; unconstrained: %d of 20 parse\n", valid,
