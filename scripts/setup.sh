@@ -14,7 +14,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 packages=(cmake ninja-build g++ pkg-config libabsl-dev libgtest-dev libgmock-dev
   googletest libbenchmark-dev libboost-dev nlohmann-json3-dev libedit-dev
   python3-jinja2  # python3-jinja2: the reference the chat-template interpreter is tested against
-  jq)  # jq: the report scripts (bench_report.sh, bench_serve_report.sh) and the latter's test
+  jq  # jq: the report scripts (bench_report.sh, bench_serve_report.sh) and the latter's test
+  clang libclang-rt-dev llvm)  # scripts/sanitize.sh (test.sh's sanitizer and fuzz stages):
+  # clang 14, its ASan/UBSan and libFuzzer runtimes (libclang-rt-dev), llvm-symbolizer (llvm)
+  # for file and line in sanitizer reports
 # node + npm for the server's OpenAI-client test; skipped when a node install (NodeSource's
 # nodejs bundles npm) is already on the PATH, since Debian's npm would conflict with it.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

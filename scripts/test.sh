@@ -1,11 +1,33 @@
 #!/usr/bin/env bash
-# Runs the whole test suite against ./build (after scripts/setup.sh). Exits non-zero when a test fails.
-# PAGEDINFER_AARCH64=1 (CI sets it) also runs the aarch64 build's tests under qemu
-# (scripts/aarch64.sh; after PAGEDINFER_AARCH64=1 scripts/setup.sh).
-set -euo pipefail
+# Runs the whole test suite (what CI runs), after scripts/setup.sh:
+#   1. the unit and integration tests against ./build (BUILD_DIR);
+#   2. scripts/sanitize.sh: a clang build (build-asan) of the tests of untrusted input and of
+#      the fuzz targets, run under ASan + UBSan, then each libFuzzer target for 20 s.
+# Every stage runs; the script exits non-zero when anything failed, naming what.
+#   PAGEDINFER_QUICK=1 scripts/test.sh   stage 1 only (a developer's quick check; CI runs all)
+# PAGEDINFER_AARCH64=1 also runs the aarch64 build's tests under qemu (scripts/aarch64.sh; after
+# PAGEDINFER_AARCH64=1 scripts/setup.sh).
+set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 900
+t0=$(date +%s)
+failed=()
+
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" --timeout 900 || failed+=(tests)
+echo "test.sh: unit and integration tests: $(($(date +%s) - t0)) s"
 if [ "${PAGEDINFER_AARCH64:-0}" = 1 ]; then
-  scripts/aarch64.sh test
+  scripts/aarch64.sh test || failed+=(aarch64)
 fi
+
+if [ "${PAGEDINFER_QUICK:-0}" = 1 ]; then
+  echo "test.sh: PAGEDINFER_QUICK=1: sanitizer and fuzzing stages skipped (CI runs them)"
+else
+  scripts/sanitize.sh || failed+=(sanitize)
+fi
+
+echo "test.sh: $(($(date +%s) - t0)) s in all"
+if ((${#failed[@]})); then
+  echo "test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "test.sh: all passed"

@@ -14,7 +14,7 @@
 namespace pinfer {
 namespace {
 
-uint64_t U(int64_t v) { return static_cast<uint64_t>(v); }
+uint64_t U64(int64_t v) { return static_cast<uint64_t>(v); }
 
 absl::Status CheckWidths(const ModelConfig& c) {
   if (c.dim <= 0 || c.n_ff <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 ||
@@ -29,7 +29,7 @@ absl::Status CheckWidths(const ModelConfig& c) {
 
 // The part of a message that says what one sequence and the fixed lines cost.
 std::string NeededText(const MemoryLedger& l) {
-  const uint64_t seq_kv = U(l.blocks_per_sequence) * l.kv_bytes_per_block;
+  const uint64_t seq_kv = U64(l.blocks_per_sequence) * l.kv_bytes_per_block;
   return absl::StrCat(
       "one sequence of max_model_len ", l.max_model_len, " needs ", FormatBytes(seq_kv),
       " of KV cache (", l.blocks_per_sequence, " blocks of ", l.block_size, " tokens at ",
@@ -42,7 +42,7 @@ std::string NeededText(const MemoryLedger& l) {
 
 // Why a pool sized from the budget cannot hold one max_model_len sequence.
 std::string BudgetMessage(const MemoryLedger& l) {
-  const uint64_t needed = l.fixed_bytes() + U(l.blocks_per_sequence) * l.kv_bytes_per_block;
+  const uint64_t needed = l.fixed_bytes() + U64(l.blocks_per_sequence) * l.kv_bytes_per_block;
   std::string msg = absl::StrCat(NeededText(l), ": ", FormatBytes(needed), " in all; ");
   if (l.fixed_bytes() >= l.budget_bytes) {
     absl::StrAppend(&msg, "the budget of ", FormatBytes(l.budget_bytes),
@@ -73,7 +73,7 @@ std::string BudgetMessage(const MemoryLedger& l) {
 std::string ExplicitPoolMessage(const MemoryLedger& l) {
   std::string msg = absl::StrCat("a KV pool of ", FormatBytes(l.kv_pool_bytes),
                                  " (--kv-cache-memory, ", l.kv_pool_tokens, " tokens) with ");
-  const uint64_t seq_kv = U(l.blocks_per_sequence) * l.kv_bytes_per_block;
+  const uint64_t seq_kv = U64(l.blocks_per_sequence) * l.kv_bytes_per_block;
   if (l.kv_pool_blocks < l.blocks_per_sequence) {
     absl::StrAppend(&msg, "room for no sequence of max_model_len ", l.max_model_len,
                     ", which needs ", FormatBytes(seq_kv), ". Raise --kv-cache-memory to at least ",
@@ -170,7 +170,7 @@ void SizePool(const LedgerOptions& o, MemoryLedger* l) {
   if (o.kv_cache_memory > 0) {
     l->pool_bound = PoolBound::kExplicit;
     blocks = static_cast<int64_t>(o.kv_cache_memory / l->kv_bytes_per_block);
-    l->budget_bytes = fixed + U(blocks) * l->kv_bytes_per_block;
+    l->budget_bytes = fixed + U64(blocks) * l->kv_bytes_per_block;
   } else {
     if (o.budget_bytes > 0) {
       l->budget_bytes = o.budget_bytes;
@@ -188,7 +188,7 @@ void SizePool(const LedgerOptions& o, MemoryLedger* l) {
     blocks = std::min(work_blocks, budget_blocks);
   }
   l->kv_pool_blocks = blocks;
-  l->kv_pool_bytes = U(blocks) * l->kv_bytes_per_block;
+  l->kv_pool_bytes = U64(blocks) * l->kv_bytes_per_block;
   l->kv_pool_tokens = blocks * o.block_size;
   l->max_concurrency = blocks / l->blocks_per_sequence;
   l->max_model_len_fit = l->kv_pool_tokens;
@@ -271,7 +271,7 @@ absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const ModelConfig& c, KvDtype d
   if (!block.ok()) return block.status();
   KvSequenceCost cost;
   cost.bytes_per_block = *block;
-  cost.bytes_per_token = *block / U(block_size);
+  cost.bytes_per_token = *block / U64(block_size);
   cost.blocks_per_sequence = (max_model_len + block_size - 1) / block_size;
   return cost;
 }
@@ -283,8 +283,8 @@ std::vector<WorkspacePart> WorkspaceParts(const ModelConfig& c, const LedgerOpti
     if (parts.empty() || parts.back().name != b.line) parts.push_back({std::string(b.line), 0});
     parts.back().bytes += b.bytes();
   }
-  const uint64_t rows = U(std::min<int64_t>(o.max_num_seqs, o.max_num_batched_tokens));
-  parts.push_back({"logits", sizeof(float) * rows * U(c.n_vocab)});
+  const uint64_t rows = U64(std::min<int64_t>(o.max_num_seqs, o.max_num_batched_tokens));
+  parts.push_back({"logits", sizeof(float) * rows * U64(c.n_vocab)});
   if (o.host) return parts;
   // A device backend: its own buffers, measured; the host layout's activations and logits
   // estimate them until it has measured.
