@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Backend>> BuildBackend(const Model& model,
 absl::StatusOr<LedgerOptions> LedgerOptionsFor(const EngineConfig& config, const Backend& backend) {
   LedgerOptions opt;
   opt.kv_dtype = config.kv_dtype;
+  opt.kv_layout = config.kv_layout;
   opt.block_size = BlockSlots(config);
   opt.max_model_len = config.max_model_len;
   opt.max_num_seqs = config.max_num_seqs;
@@ -158,14 +159,19 @@ absl::Status Engine::CreateCacheAndScheduler() {
   kc.block_size = config_.block_size;
   kc.max_model_len = config_.max_model_len;
   kc.max_num_seqs = config_.max_num_seqs;
-  kc.num_blocks = ledger_.kv_pool_blocks;
   kc.prefix_caching = config_.prefix_caching && config_.kv_layout == KvLayout::kPaged;
+  kc.num_blocks = ledger_.kv_pool_blocks;
   auto storage = backend_->MakeKvStorage(ledger_.kv_bytes_per_block, ledger_.kv_pool_blocks);
   if (!storage.ok()) return storage.status();
   if (*storage) storage_summary_ = (*storage)->Describe();
   auto cache = KvCache::Create(kc, *std::move(storage));
   if (!cache.ok()) return cache.status();
   cache_ = *std::move(cache);
+  if (cache_->block_bytes() != ledger_.kv_bytes_per_block) {  // one rule: KvBlockBytes
+    return absl::InternalError(absl::StrCat("the KV cache's blocks are ", cache_->block_bytes(),
+                                            " bytes but the ledger sized the pool for ",
+                                            ledger_.kv_bytes_per_block));
+  }
   scheduler_ = std::make_unique<Scheduler>(
       SchedulerConfig{config_.max_num_seqs, config_.max_num_batched_tokens,
                       config_.admission_headroom},
@@ -189,6 +195,13 @@ void Engine::AnnouncePool(bool quiet) {
       Sv(KvLayoutName(config_.kv_layout)), ledger_.PoolBoundText(),
       storage_summary_.empty() ? "" : absl::StrCat("; ", storage_summary_), config_.max_model_len,
       seqs, seqs == 1 ? "" : "s");
+  if (!ledger_.kv_layer_groups.empty()) {
+    absl::StrAppendFormat(&pool_summary_,
+                          "\nKV layer groups: %s; a sequence holds at most %d blocks (%d with "
+                          "the windows ignored)",
+                          ledger_.kv_layer_groups, ledger_.blocks_per_sequence,
+                          ledger_.blocks_per_sequence_full);
+  }
   if (const std::string committed = backend_->CommitSummary(); !committed.empty()) {
     absl::StrAppend(&pool_summary_, "\nmemory: ", committed);
     if (const uint64_t rss = ResidentBytes().value_or(0); rss > 0) {

@@ -63,6 +63,11 @@ absl::StatusOr<uint64_t> KvBlockBytes(const KvCacheConfig& c) {
   return BlockBytesOf(c, KvLayerGroupsFor(c), *row);
 }
 
+int64_t KvSequenceBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk) {
+  return KvLayerGroupsFor(c).MaxBlocksPerSequence(len, LayoutBlockSize(c),
+                                                  std::min(max_chunk, len));
+}
+
 namespace {
 
 // Whether one sequence of L tokens fits in pool_bytes (c's max_model_len set to L).
@@ -70,10 +75,7 @@ bool SequenceFits(KvCacheConfig c, int64_t len, uint64_t pool_bytes, int64_t max
   c.max_model_len = static_cast<int>(len);
   const auto block = KvBlockBytes(c);
   if (!block.ok() || *block == 0) return false;
-  const KvLayerGroups g = KvLayerGroupsFor(c);
-  const int slots = LayoutBlockSize(c);
-  const int64_t blocks = g.MaxBlocksPerSequence(len, slots, std::min(max_chunk, len));
-  return static_cast<uint64_t>(blocks) <= pool_bytes / *block;
+  return static_cast<uint64_t>(KvSequenceBlocks(c, len, max_chunk)) <= pool_bytes / *block;
 }
 
 }  // namespace

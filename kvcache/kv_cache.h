@@ -64,11 +64,17 @@ inline constexpr int32_t kNoBlock = -1;
 // kv_heads x head_dim). InvalidArgument when the format does not suit the row.
 KvLayerGroups KvLayerGroupsFor(const KvCacheConfig& c);
 absl::StatusOr<uint64_t> KvBlockBytes(const KvCacheConfig& c);
+// The most blocks one sequence of `len` tokens holds at once under c (its layout, block size
+// and windows, grouped for c.max_model_len), when a step appends at most max_chunk positions:
+// KvLayerGroupsFor(c).MaxBlocksPerSequence(len, KvBlockSlots(...), min(max_chunk, len)). A
+// window table counts at most WindowBlocksBound(window, block_size, chunk) blocks (decoding:
+// ceil(window / block_size) + 1 when block_size divides the window). The one rule for the
+// cache's own arithmetic and the engine's ledger.
+int64_t KvSequenceBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk);
 // The longest max_model_len L <= limit for which one sequence's blocks fit in pool_bytes
 // under c's format, layout, block size and windows, when a step appends at most max_chunk
 // positions (at most L): the most L with
-//   KvLayerGroupsFor(c at L).MaxBlocksPerSequence(L, slots, min(max_chunk, L)) x KvBlockBytes(c
-//   at L) <= pool_bytes.
+//   KvSequenceBlocks(c at L, L, max_chunk) x KvBlockBytes(c at L) <= pool_bytes.
 // The groups change with L (a window joins the full group once L <= window), so each range of
 // L between windows is searched on its own. 0 when not even one token fits; `limit` when a
 // model whose every layer has a window fits at any length.

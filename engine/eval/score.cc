@@ -11,6 +11,9 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
   const int n = static_cast<int>(tokens.size());
   first = std::clamp(first, 0, n);
   KvCacheConfig kc = KvCacheConfigFor(c, kv_dtype);
+  // One table holding every layer: a scoring pass never lets a block go (no MarkComputed),
+  // so window layer groups would save nothing; the attention masks the windows.
+  kc.layer_windows.clear();
   kc.max_model_len = std::max(n, 1);
   kc.max_num_seqs = 1;
   kc.block_size = 16;
@@ -23,10 +26,9 @@ absl::StatusOr<std::vector<float>> ScoreSequence(const Model& model, Backend& ba
   }
   if (absl::Status s = backend.Commit(/*lock_memory=*/false); !s.ok()) return s;
   // A device backend keeps the pool in its own memory (nullptr: host memory).
-  auto row = KvRowBytes(kv_dtype, c.kv_dim());
-  if (!row.ok()) return row.status();
-  const size_t block_bytes = 2 * static_cast<size_t>(c.n_layers) * kc.block_size * *row;
-  auto storage = backend.MakeKvStorage(block_bytes, kc.num_blocks);
+  auto block_bytes = KvBlockBytes(kc);
+  if (!block_bytes.ok()) return block_bytes.status();
+  auto storage = backend.MakeKvStorage(*block_bytes, kc.num_blocks);
   if (!storage.ok()) return storage.status();
   auto cache = KvCache::Create(kc, std::move(*storage));
   if (!cache.ok()) return cache.status();

@@ -33,9 +33,10 @@ std::string NeededText(const MemoryLedger& l) {
   return absl::StrCat(
       "one sequence of max_model_len ", l.max_model_len, " needs ", FormatBytes(seq_kv),
       " of KV cache (", l.blocks_per_sequence, " blocks of ", l.block_size, " tokens at ",
-      FormatBytes(l.kv_bytes_per_token), " per token, ", Sv(KvDtypeName(l.kv_dtype)), "), and ",
-      "weights ", FormatBytes(l.weights_bytes), ", workspace ", FormatBytes(l.workspace_bytes),
-      " and reserve ", FormatBytes(l.reserve_bytes),
+      FormatBytes(l.kv_bytes_per_token), " per token, ", Sv(KvDtypeName(l.kv_dtype)),
+      l.kv_layer_groups.empty() ? "" : absl::StrCat("; ", l.kv_layer_groups), "), and ", "weights ",
+      FormatBytes(l.weights_bytes), ", workspace ", FormatBytes(l.workspace_bytes), " and reserve ",
+      FormatBytes(l.reserve_bytes),
       l.graph_bytes > 0 ? absl::StrCat(" and CUDA graphs ", FormatBytes(l.graph_bytes)) : "",
       " come first");
 }
@@ -77,7 +78,7 @@ std::string ExplicitPoolMessage(const MemoryLedger& l) {
   if (l.kv_pool_blocks < l.blocks_per_sequence) {
     absl::StrAppend(&msg, "room for no sequence of max_model_len ", l.max_model_len,
                     ", which needs ", FormatBytes(seq_kv), ". Raise --kv-cache-memory to at least ",
-                    FormatBytes(seq_kv), ", or lower --max-model-len to ", l.kv_pool_tokens,
+                    FormatBytes(seq_kv), ", or lower --max-model-len to ", l.max_model_len_fit,
                     " or less.");
     return msg;
   }
@@ -157,14 +158,28 @@ MemoryLedger LedgerLines(const PlanInput& in, const LedgerOptions& o, int64_t ma
   for (const WorkspacePart& p : l.workspace) l.workspace_bytes += p.bytes;
   l.reserve_bytes = o.reserve_bytes;
   l.graph_bytes = o.graph_bytes;
+  l.kv_layout = o.kv_layout;
   l.kv_bytes_per_token = kv.bytes_per_token;
   l.kv_bytes_per_block = kv.bytes_per_block;
+  l.kv_tables = kv.tables;
+  l.kv_layer_groups = kv.layer_groups;
   l.blocks_per_sequence = kv.blocks_per_sequence;
+  l.blocks_per_sequence_full = kv.blocks_per_sequence_full;
   return l;
 }
 
+// The longest max_model_len whose one sequence fits in pool_bytes (kvcache's search over the
+// same rule), up to the longest of the model's context, max_model_len and the pool's tokens.
+int64_t LongestFit(const KvCacheConfig& kc, int context_length, const MemoryLedger& l,
+                   uint64_t pool_bytes) {
+  const int64_t limit =
+      std::max({int64_t{kc.max_model_len}, l.kv_pool_tokens, int64_t{context_length}});
+  return KvLongestSequence(kc, pool_bytes, l.max_num_batched_tokens, limit);
+}
+
 // Sizes the pool by the bound that applies, and says whether it all fits.
-void SizePool(const LedgerOptions& o, MemoryLedger* l) {
+void SizePool(const KvCacheConfig& kc, int context_length, const LedgerOptions& o,
+              MemoryLedger* l) {
   const uint64_t fixed = l->fixed_bytes();
   int64_t blocks = 0;
   if (o.kv_cache_memory > 0) {
@@ -189,9 +204,9 @@ void SizePool(const LedgerOptions& o, MemoryLedger* l) {
   }
   l->kv_pool_blocks = blocks;
   l->kv_pool_bytes = U64(blocks) * l->kv_bytes_per_block;
-  l->kv_pool_tokens = blocks * o.block_size;
+  l->kv_pool_tokens = blocks * o.block_size / l->kv_tables;
   l->max_concurrency = blocks / l->blocks_per_sequence;
-  l->max_model_len_fit = l->kv_pool_tokens;
+  l->max_model_len_fit = LongestFit(kc, context_length, *l, l->kv_pool_bytes);
   l->fits = l->max_concurrency >= 1;
   if (l->pool_bound != PoolBound::kExplicit) {
     if (!l->fits) l->message = BudgetMessage(*l);
@@ -202,8 +217,8 @@ void SizePool(const LedgerOptions& o, MemoryLedger* l) {
   if (!room) {
     const uint64_t avail_blocks =
         l->available_bytes > fixed ? (l->available_bytes - fixed) / l->kv_bytes_per_block : 0;
-    l->max_model_len_fit =
-        std::min(l->kv_pool_tokens, static_cast<int64_t>(avail_blocks) * o.block_size);
+    l->max_model_len_fit = LongestFit(kc, context_length, *l,
+                                      std::min(avail_blocks, U64(blocks)) * l->kv_bytes_per_block);
   }
   l->fits = false;
   l->message = ExplicitPoolMessage(*l);
@@ -262,17 +277,27 @@ absl::StatusOr<PlanInput> PlanInputFromShape(std::string_view shape, std::string
   return in;
 }
 
-absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const ModelConfig& c, KvDtype dtype,
-                                                 int block_size, int64_t max_model_len) {
+KvCacheConfig LedgerKvConfig(const ModelConfig& c, KvDtype dtype, KvLayout layout, int block_size,
+                             int64_t max_model_len) {
   KvCacheConfig kc = KvCacheConfigFor(c, dtype);
+  kc.layout = layout;
   kc.block_size = block_size;
   kc.max_model_len = static_cast<int>(max_model_len);
+  return kc;
+}
+
+absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const KvCacheConfig& kc, int64_t max_chunk) {
   absl::StatusOr<uint64_t> block = KvBlockBytes(kc);
   if (!block.ok()) return block.status();
+  const KvLayerGroups groups = KvLayerGroupsFor(kc);
+  const int64_t slots = KvBlockSlots(kc.layout, kc.block_size, kc.max_model_len);
   KvSequenceCost cost;
   cost.bytes_per_block = *block;
-  cost.bytes_per_token = *block / U64(block_size);
-  cost.blocks_per_sequence = (max_model_len + block_size - 1) / block_size;
+  cost.tables = groups.num_tables();
+  cost.bytes_per_token = *block * U64(cost.tables) / U64(slots);
+  cost.blocks_per_sequence = KvSequenceBlocks(kc, kc.max_model_len, max_chunk);
+  cost.blocks_per_sequence_full = (kc.max_model_len + slots - 1) / slots * cost.tables;
+  if (groups.has_windows()) cost.layer_groups = groups.Describe();
   return cost;
 }
 
@@ -298,11 +323,12 @@ std::vector<WorkspacePart> WorkspaceParts(const ModelConfig& c, const LedgerOpti
 absl::StatusOr<MemoryLedger> ComputeLedger(const PlanInput& in, const LedgerOptions& o) {
   int64_t max_model_len = 0;
   if (absl::Status s = CheckOptions(in.config, o, &max_model_len); !s.ok()) return s;
-  absl::StatusOr<KvSequenceCost> kv =
-      KvSequenceCostFor(in.config, o.kv_dtype, o.block_size, max_model_len);
+  const KvCacheConfig kc =
+      LedgerKvConfig(in.config, o.kv_dtype, o.kv_layout, o.block_size, max_model_len);
+  absl::StatusOr<KvSequenceCost> kv = KvSequenceCostFor(kc, o.max_num_batched_tokens);
   if (!kv.ok()) return kv.status();
   MemoryLedger l = LedgerLines(in, o, max_model_len, *kv);
-  SizePool(o, &l);
+  SizePool(kc, in.config.context_length, o, &l);
   return l;
 }
 

@@ -9,8 +9,10 @@
 // Lines:
 //   weights    exact bytes of the tensors, per storage type (fixed at load);
 //   KV cache   the pool in whole blocks, a block costing what kvcache's KvBlockBytes says
-//              (KvSequenceCostFor): 2 (K and V) x layers x block_size x KvRowBytes(kv_dtype,
-//              kv_heads x head_dim);
+//              (KvSequenceCostFor): 2 (K and V) x layers per block x block_size x
+//              KvRowBytes(kv_dtype, kv_heads x head_dim); a sequence costs what kvcache's
+//              KvSequenceBlocks says (a sliding-window layer group at most its window's
+//              blocks, kv_layer_groups.h);
 //   workspace  on the CPU, exactly the buffers of CpuWorkspaceLayout (cpu_workspace_layout.h)
 //              plus the engine's logits rows; on a device, the backend's measured step buffers;
 //   reserve    an allowance for what grows outside the lines (request and sequence
@@ -37,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
+#include "kvcache/kv_cache.h"
 #include "kvcache/kv_dtype.h"
 #include "loaders/byte_size.h"  // FormatBytes, ParseBytes: the ledger's units
 
@@ -87,6 +90,7 @@ enum class PoolBound {
 struct LedgerOptions {
   // Limits.
   KvDtype kv_dtype = KvDtype::kF16;
+  KvLayout kv_layout = KvLayout::kPaged;  // contiguous: one group, every layer full length
   int block_size = kDefaultBlockSize;     // tokens per KV block (contiguous: max_model_len)
   int64_t max_model_len = 0;              // tokens per sequence; 0: the model's context_length
   int max_num_seqs = kDefaultMaxNumSeqs;  // sequences running at once (logits rows per step)
@@ -115,17 +119,28 @@ struct LedgerOptions {
 };
 
 // What the KV cache costs per block and per max_model_len sequence: the one place the ledger
-// computes KV bytes, asking kvcache's rule (KvBlockBytes, by which the cache sizes its blocks)
-// for a cache of this model, format and block_size (token slots per block). Every layer is
-// counted as full attention: a model's sliding windows (KvCacheConfig::layer_windows,
-// KvLayerGroups::MaxBlocksPerSequence, KvLongestSequence) are not passed yet.
+// computes KV bytes, asking kvcache's rules (KvBlockBytes, by which the cache sizes its
+// blocks, and KvSequenceBlocks, the most blocks a sequence's tables hold) for a cache of this
+// model, its sliding windows, format, layout and block_size (token slots per block), when a
+// step appends at most max_chunk positions (max_num_batched_tokens). A window layer group
+// costs at most WindowBlocksBound(window, block_size, chunk) blocks per table, as vLLM counts
+// a sliding-window layer (window - 1 + max_num_batched_tokens tokens); full layers
+// ceil(max_model_len / block_size).
 struct KvSequenceCost {
-  uint64_t bytes_per_block = 0;     // KvBlockBytes
-  uint64_t bytes_per_token = 0;     // bytes_per_block / block_size: 2 x layers x KvRowBytes
-  int64_t blocks_per_sequence = 0;  // ceil(max_model_len / block_size)
+  uint64_t bytes_per_block = 0;  // KvBlockBytes
+  // A token in every layer: bytes_per_block x tables / block_size = 2 x layers x KvRowBytes.
+  uint64_t bytes_per_token = 0;
+  int tables = 1;                   // block tables per sequence (1 without windows)
+  int64_t blocks_per_sequence = 0;  // KvSequenceBlocks(max_model_len, max_chunk)
+  // The same sequence with every window ignored: ceil(max_model_len / block_size) x tables.
+  int64_t blocks_per_sequence_full = 0;
+  std::string layer_groups;  // KvLayerGroups::Describe() when there are windows, else empty
 };
-absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const ModelConfig& c, KvDtype dtype,
-                                                 int block_size, int64_t max_model_len);
+// The cache configuration the ledger costs (model widths and windows, format, layout, block
+// size, max_model_len), as the engine creates its cache.
+KvCacheConfig LedgerKvConfig(const ModelConfig& c, KvDtype dtype, KvLayout layout, int block_size,
+                             int64_t max_model_len);
+absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const KvCacheConfig& kc, int64_t max_chunk);
 
 // One part of the workspace line (a sub-line of the ledger's table).
 struct WorkspacePart {
@@ -162,19 +177,23 @@ struct MemoryLedger {
   uint64_t workspace_bytes = 0;
   uint64_t reserve_bytes = 0;
   uint64_t graph_bytes = 0;  // CUDA graphs (0 without them)
-  uint64_t kv_bytes_per_token = 0;
-  uint64_t kv_bytes_per_block = 0;  // kv_bytes_per_token x block_size
+  KvLayout kv_layout = KvLayout::kPaged;
+  uint64_t kv_bytes_per_token = 0;  // a token in every layer
+  uint64_t kv_bytes_per_block = 0;  // kv_bytes_per_token x block_size / kv_tables
+  int kv_tables = 1;                // block tables per sequence (layer groups' tables)
+  std::string kv_layer_groups;      // with sliding windows: the groups; else empty
 
   // The pool and what it holds.
   PoolBound pool_bound = PoolBound::kWork;
   uint64_t kv_pool_bytes = 0;  // whole blocks only
   int64_t kv_pool_blocks = 0;
-  int64_t kv_pool_tokens = 0;       // kv_pool_blocks x block_size
-  int64_t blocks_per_sequence = 0;  // ceil(max_model_len / block_size)
-  int64_t max_concurrency = 0;      // max_model_len sequences that fit at once
-  int64_t max_model_len_fit = 0;    // longest max_model_len one sequence can have
-  bool fits = false;                // the pool holds one max_model_len sequence, and all lines fit
-  std::string message;              // when !fits: needed, available, the longest that fits
+  int64_t kv_pool_tokens = 0;            // kv_pool_blocks x block_size / kv_tables
+  int64_t blocks_per_sequence = 0;       // KvSequenceCost::blocks_per_sequence
+  int64_t blocks_per_sequence_full = 0;  // the same with the windows ignored
+  int64_t max_concurrency = 0;           // max_model_len sequences that fit at once
+  int64_t max_model_len_fit = 0;  // longest max_model_len one sequence can have (KvLongestSequence)
+  bool fits = false;              // the pool holds one max_model_len sequence, and all lines fit
+  std::string message;            // when !fits: needed, available, the longest that fits
 
   uint64_t fixed_bytes() const;  // weights + workspace + reserve + graphs
   uint64_t total_bytes() const;  // fixed_bytes() + kv_pool_bytes

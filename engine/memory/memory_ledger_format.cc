@@ -52,6 +52,19 @@ std::string MemoryLedger::ToText() const {
       absl::StrFormat("  sequences of max_model_len %d at once: %d (%d blocks each); "
                       "longest max_model_len that fits: %d tokens\n",
                       max_model_len, max_concurrency, blocks_per_sequence, max_model_len_fit));
+  if (!kv_layer_groups.empty()) {
+    const uint64_t window_bytes = static_cast<uint64_t>(blocks_per_sequence) * kv_bytes_per_block;
+    const uint64_t full_bytes =
+        static_cast<uint64_t>(blocks_per_sequence_full) * kv_bytes_per_block;
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("  sliding windows: %s; a sequence of max_model_len holds at most "
+                        "%d blocks (%s); with the windows ignored, %d blocks (%s): the windows "
+                        "save %.1f%%\n",
+                        kv_layer_groups, blocks_per_sequence, FormatBytes(window_bytes),
+                        blocks_per_sequence_full, FormatBytes(full_bytes),
+                        100.0 * (1 - static_cast<double>(window_bytes) / full_bytes)));
+  }
   absl::StrAppend(&out, "  fits: ", fits ? "yes" : "no", "\n");
   if (!message.empty()) absl::StrAppend(&out, "  ", message, "\n");
   return out;
@@ -69,6 +82,7 @@ std::string MemoryLedger::ToJson() const {
       {"model", model_name},
       {"weight_format", weight_format},
       {"kv_dtype", std::string(KvDtypeName(kv_dtype))},
+      {"kv_layout", std::string(KvLayoutName(kv_layout))},
       {"block_size", block_size},
       {"max_model_len", max_model_len},
       {"max_num_seqs", max_num_seqs},
@@ -87,6 +101,8 @@ std::string MemoryLedger::ToJson() const {
       {"graph_bytes", graph_bytes},
       {"kv_bytes_per_token", kv_bytes_per_token},
       {"kv_bytes_per_block", kv_bytes_per_block},
+      {"kv_tables", kv_tables},
+      {"kv_layer_groups", kv_layer_groups},
       {"kv_pool_bytes", kv_pool_bytes},
       {"kv_pool_blocks", kv_pool_blocks},
       {"kv_pool_tokens", kv_pool_tokens},
@@ -94,6 +110,7 @@ std::string MemoryLedger::ToJson() const {
       {"pool_bound_text", PoolBoundText()},
       {"total_bytes", total_bytes()},
       {"blocks_per_sequence", blocks_per_sequence},
+      {"blocks_per_sequence_full", blocks_per_sequence_full},
       {"max_concurrency", max_concurrency},
       {"max_model_len_fit", max_model_len_fit},
       {"fits", fits},

@@ -112,6 +112,9 @@ KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype) {
   kc.n_kv_heads = c.n_kv_heads;
   kc.head_dim = c.head_dim;
   kc.dtype = dtype;
+  if (c.has_sliding_window()) {
+    for (int l = 0; l < c.n_layers; ++l) kc.layer_windows.push_back(c.layer(l).window);
+  }
   return kc;
 }
 

@@ -103,8 +103,9 @@ struct ModelConfig {
   absl::Status Validate() const;
 };
 
-// A KV cache config with this model's geometry (layers, kv heads, head dim) and a format;
-// pool size, layout and limits are left for the caller.
+// A KV cache config with this model's geometry (layers, kv heads, head dim, and its layers'
+// sliding windows, so a paged cache gives them layer groups) and a format; pool size, layout
+// and limits are left for the caller.
 KvCacheConfig KvCacheConfigFor(const ModelConfig& c, KvDtype dtype);
 
 // Writes the {arch}.* hyper-parameter keys as llama.cpp names them (the inverse of

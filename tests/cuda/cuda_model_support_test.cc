@@ -28,13 +28,14 @@ TEST(CudaModelSupport, NamesWhatTheKernelsLack) {
 // kernels do not read: refused with the groups named. One table: accepted.
 TEST(CudaModelSupport, RefusesKvCachesWithSeveralBlockTables) {
   const ModelConfig m = *NamedShape("tiny-gemma3");
-  KvCacheConfig c = KvCacheConfigFor(m, KvDtype::kF16);
+  KvCacheConfig c = KvCacheConfigFor(m, KvDtype::kF16);  // with the model's windows
   c.num_blocks = 16;
   c.max_model_len = 256;
-  auto plain = KvCache::Create(c, KvCache::NoStorage());
+  KvCacheConfig one_table = c;
+  one_table.layer_windows.clear();
+  auto plain = KvCache::Create(one_table, KvCache::NoStorage());
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_TRUE(CheckCudaKvCache(**plain).ok());
-  for (int l = 0; l < m.n_layers; ++l) c.layer_windows.push_back(m.layer(l).window);
   auto grouped = KvCache::Create(c, KvCache::NoStorage());
   ASSERT_TRUE(grouped.ok()) << grouped.status();
   const absl::Status s = CheckCudaKvCache(**grouped);

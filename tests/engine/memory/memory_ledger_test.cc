@@ -155,14 +155,20 @@ TEST(MemoryLedger, WorkspaceIsTheCpuBackendsLayout) {
 
 // The ledger's KV figures are the cache's own block bytes (KvBlockBytes), for any layer
 // count, format and block size.
+absl::StatusOr<KvSequenceCost> Cost(const ModelConfig& c, KvDtype dtype, int block_size,
+                                    int64_t max_model_len) {
+  return KvSequenceCostFor(LedgerKvConfig(c, dtype, KvLayout::kPaged, block_size, max_model_len),
+                           512);
+}
+
 TEST(MemoryLedger, KvCostIsTheCachesBlockBytes) {
   ModelConfig c = *NamedShape("llama2-7b");
-  KvSequenceCost f16 = *KvSequenceCostFor(c, KvDtype::kF16, 16, 4096);
+  KvSequenceCost f16 = *Cost(c, KvDtype::kF16, 16, 4096);
   EXPECT_EQ(f16.bytes_per_token, 2ull * 32 * 4096 * 2);
   EXPECT_EQ(f16.bytes_per_block, 16 * f16.bytes_per_token);
   EXPECT_EQ(f16.blocks_per_sequence, 256);
   c.n_layers = 3;
-  KvSequenceCost q8 = *KvSequenceCostFor(c, KvDtype::kQ8_0, 32, 100);
+  KvSequenceCost q8 = *Cost(c, KvDtype::kQ8_0, 32, 100);
   EXPECT_EQ(q8.bytes_per_token, 3 * 2ull * 4096 / 32 * 34);
   EXPECT_EQ(q8.blocks_per_sequence, 4);
   KvCacheConfig kc = KvCacheConfigFor(c, KvDtype::kQ8_0);
@@ -171,8 +177,8 @@ TEST(MemoryLedger, KvCostIsTheCachesBlockBytes) {
   // A format the row does not suit (48 values: not whole blocks of 32) is refused.
   c.n_heads = c.n_kv_heads = 2;
   c.head_dim = 24;
-  EXPECT_FALSE(KvSequenceCostFor(c, KvDtype::kQ8_0, 16, 100).ok());
-  EXPECT_TRUE(KvSequenceCostFor(c, KvDtype::kF16, 16, 100).ok());
+  EXPECT_FALSE(Cost(c, KvDtype::kQ8_0, 16, 100).ok());
+  EXPECT_TRUE(Cost(c, KvDtype::kF16, 16, 100).ok());
 }
 
 // The CPU engine's options for one sequence of 4096 tokens on two threads.
