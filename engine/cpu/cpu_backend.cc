@@ -55,7 +55,7 @@ absl::Status CpuBackend::Commit(bool lock_memory) {
   }
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  commit_summary_ = absl::StrFormat("weights %s paged in%s, workspace %s committed in %.2f s",
+  commit_summary_ = absl::StrFormat("weights %s paged in%s and workspace %s committed in %.2f s",
                                     FormatBytes(weight_bytes), lock_memory ? " and locked" : "",
                                     FormatBytes(ws_->bytes()), took);
   return absl::OkStatus();
