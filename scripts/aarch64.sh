@@ -8,7 +8,7 @@
 # both sides of every runtime check run.
 #   scripts/aarch64.sh setup   Debian packages (arm64 multiarch), configure, build
 #   scripts/aarch64.sh test    the tests under qemu-aarch64
-# scripts/setup.sh and scripts/test.sh call these when PAGEDINFER_AARCH64=1 (CI sets it).
+# scripts/setup.sh and scripts/test.sh call these when PAGEDINFER_AARCH64=1 (a developer's switch: .ci/run does not set it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${AARCH64_BUILD_DIR:-build-aarch64}
