@@ -1,0 +1,26 @@
+// The contract shared by the integer (8-bit activation) dot-product kernels of every quantized
+// weight format (issue 17). Each format pairs with one activation format: Q4_0/Q5_0/Q8_0 with
+// Q8_0-style blocks, Q4_1/Q5_1 with blocks that also carry their sum, Q4_K/Q5_K/Q6_K with
+// Q8_K blocks (256 values, per-16 sums). The activation and kernel tables live beside their
+// formats (quants_q8k.h for the K-quants); this header only fixes the two function shapes, so
+// MatMul can hold any format's pair in one table entry.
+#pragma once
+
+#include <cstdint>
+
+namespace pinfer::quants {
+
+// x[n] floats (one token's row; n a multiple of the activation block) -> out, the row's
+// activation blocks (ActRowBytes(n) bytes, written whole). Each token row is quantized on its
+// own, so a row's blocks never depend on the other rows of a batch.
+using ActQuantFn = void (*)(const float* x, void* out, int64_t n);
+
+// One weight row (n values in the weight format) against n_tok activation rows:
+// y[t * y_stride] = dot(w_row, acts + t * act_row_bytes) for t in [0, n_tok). The weight row
+// is decoded once and used for every token. Batch invariance: y[t] is bit for bit the same
+// whatever n_tok and t (integer block sums are exact; the float sum over blocks keeps one order
+// per token), so a batched step gives each sequence what it would get alone.
+using RowDotFn = void (*)(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok,
+                          int64_t n, float* y, int64_t y_stride);
+
+}  // namespace pinfer::quants
