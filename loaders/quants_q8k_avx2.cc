@@ -1,0 +1,416 @@
+// The AVX2 set of quants_q8k.h: Q8_K activations and the Q4_K / Q5_K / Q6_K row dot products
+// with 8-bit integer multiplies (vpmaddubsw of the unsigned weight codes by the signed
+// activations, vpmaddwd by the sub-block scales), computing the contract's floats exactly.
+//
+// Up to 4 tokens (decode): each weight block is decoded in registers as the dot consumes it and
+// every token takes each decoded vector. More tokens: each block is decoded once per pass of up
+// to 512 tokens into 8 vectors of 32 unsigned codes and their int16 scale vectors, which the
+// pass's tokens then take four at a time. Either way a token's int32 sums stay in registers,
+// four tokens' sums are reduced together, and their float steps run as the four lanes of one
+// fused multiply-add: the scalar reference's std::fma, lane by lane, so the sets agree bit for
+// bit and the two paths do too (batch invariance).
+//
+// Only the functions below the target pragma use AVX2 (compiled for it whatever the build's
+// -march); the includes above it and the table accessor at the end are compiled for the build's
+// baseline, so no inline function is shared between AVX2 and baseline code and a CPU without
+// AVX2 can call Avx2KQuantKernels() (the caller checks cpuid before calling the kernels).
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "loaders/fp16.h"
+#include "loaders/quants_q8k.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace pinfer::quants {
+namespace {
+
+constexpr int kPass = 512;  // tokens per pass over the weight row (their float accumulators)
+constexpr int64_t kActBlock = sizeof(BlockQ8_K);
+constexpr int kQsOffset = offsetof(BlockQ8_K, qs), kBsumsOffset = offsetof(BlockQ8_K, bsums);
+
+inline __m256i Load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i Splat8(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+
+// A vpshufb control giving int16 lane i the int16 lane sel[i] of its own 128-bit half.
+struct PairSelect {
+  alignas(32) int8_t bytes[32];
+};
+constexpr PairSelect Pairs(const int8_t (&sel)[16]) {
+  PairSelect p{};
+  for (int i = 0; i < 16; ++i) {
+    p.bytes[2 * i] = static_cast<int8_t>(2 * sel[i]);
+    p.bytes[2 * i + 1] = static_cast<int8_t>(2 * sel[i] + 1);
+  }
+  return p;
+}
+constexpr PairSelect Uniform(int k) {
+  int8_t sel[16] = {};
+  for (int8_t& v : sel) v = static_cast<int8_t>(k);
+  return Pairs(sel);
+}
+constexpr PairSelect Halves(int lo, int hi) {  // lanes 0..7 take lo, 8..15 take hi
+  int8_t sel[16] = {};
+  for (int i = 0; i < 16; ++i) sel[i] = static_cast<int8_t>(i < 8 ? lo : hi);
+  return Pairs(sel);
+}
+constexpr PairSelect kUniform[8] = {Uniform(0), Uniform(1), Uniform(2), Uniform(3),
+                                    Uniform(4), Uniform(5), Uniform(6), Uniform(7)};
+constexpr PairSelect kHalves[4] = {Halves(0, 1), Halves(2, 3), Halves(4, 5), Halves(6, 7)};
+// Lanes 2j and 2j+1 take lane j of the 8 (the low half j = 0..3, the high half 4..7).
+constexpr int8_t kMinSel[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+constexpr PairSelect kMinPairs = Pairs(kMinSel);
+
+inline __m256i PairShuffle(__m256i v, const PairSelect& sel) {
+  return _mm256_shuffle_epi8(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(sel.bytes)));
+}
+
+// Weight sources, one block each: Q(k) gives values 32k..32k+31 as unsigned codes, Scale(k) the
+// int16 multipliers of vpmaddwd for them (one per pair of products), Side() the int16 vector that
+// multiplies the activation block sums (Q4_K / Q5_K: m[j] in lanes 2j and 2j+1; Q6_K: the 16
+// sub-block scales), d and dmin the block's scales. The Reg* sources decode from the block as
+// the dot asks (in registers, for a pass of up to 4 tokens); Decoded holds a block decoded once
+// for a longer pass.
+
+// Q4_K / Q5_K: the 6-bit scales and mins of the 12 packed bytes (quants_internal.h's
+// UnpackKScaleMin, four bytes at a time): sc[0..7] as int16 in both 128-bit halves, and Side().
+struct KScales {
+  __m256i sc, side;
+  explicit KScales(const uint8_t* packed) {
+    uint32_t a, b, c;
+    std::memcpy(&a, packed, 4);
+    std::memcpy(&b, packed + 4, 4);
+    std::memcpy(&c, packed + 8, 4);
+    const uint32_t sc_lo = a & 0x3f3f3f3f, m_lo = b & 0x3f3f3f3f;
+    const uint32_t sc_hi = (c & 0x0f0f0f0f) | ((a >> 2) & 0x30303030);
+    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0f) | ((b >> 2) & 0x30303030);
+    sc = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
+    const __m256i m = _mm256_broadcastsi128_si256(
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo))));
+    side = PairShuffle(m, kMinPairs);
+  }
+};
+
+struct RegQ4K {
+  const BlockQ4_K& b;
+  KScales s;
+  float d, dmin;
+  explicit RegQ4K(const BlockQ4_K& blk)
+      : b(blk), s(blk.scales), d(Fp16ToFp32(blk.d)), dmin(Fp16ToFp32(blk.dmin)) {}
+  // Chunk k / 2 of qs: low nibbles are sub-block k for even k, high nibbles for odd k.
+  __m256i Q(int k) const {
+    __m256i raw = Load(b.qs + 32 * (k >> 1));
+    if (k & 1) raw = _mm256_srli_epi16(raw, 4);
+    return _mm256_and_si256(raw, Splat8(0x0f));
+  }
+  __m256i Scale(int k) const { return PairShuffle(s.sc, kUniform[k]); }
+  __m256i Side() const { return s.side; }
+};
+
+struct RegQ5K {
+  const BlockQ5_K& b;
+  KScales s;
+  __m256i h;  // bit k of byte l: the fifth bit of value l of sub-block k
+  float d, dmin;
+  explicit RegQ5K(const BlockQ5_K& blk)
+      : b(blk), s(blk.scales), h(Load(blk.qh)), d(Fp16ToFp32(blk.d)), dmin(Fp16ToFp32(blk.dmin)) {}
+  __m256i Q(int k) const {
+    __m256i raw = Load(b.qs + 32 * (k >> 1));
+    if (k & 1) raw = _mm256_srli_epi16(raw, 4);
+    // Bit k to bit 4 (16-bit shifts: what crosses from the other byte lands outside bit 4).
+    const __m256i high = k <= 4 ? _mm256_slli_epi16(h, 4 - k) : _mm256_srli_epi16(h, k - 4);
+    return _mm256_or_si256(_mm256_and_si256(raw, Splat8(0x0f)),
+                           _mm256_and_si256(high, Splat8(0x10)));
+  }
+  __m256i Scale(int k) const { return PairShuffle(s.sc, kUniform[k]); }
+  __m256i Side() const { return s.side; }
+};
+
+struct RegQ6K {
+  const BlockQ6_K& b;
+  __m256i sc, lo, hi;  // the 16 signed scales as int16; sc[0..7] and sc[8..15] in both halves
+  float d, dmin = 0.0f;
+  explicit RegQ6K(const BlockQ6_K& blk)
+      : b(blk),
+        sc(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)))),
+        lo(_mm256_permute2x128_si256(sc, sc, 0x00)),
+        hi(_mm256_permute2x128_si256(sc, sc, 0x11)),
+        d(Fp16ToFp32(blk.d)) {}
+  // Half k / 4 (64 ql bytes, 32 qh bytes), quarter j = k % 4: low nibbles of ql bytes 0..31
+  // (j = 0) or 32..63 (j = 1), high nibbles (j = 2, 3), with qh bits 2j and 2j+1 on top.
+  __m256i Q(int k) const {
+    const int half = k >> 2, j = k & 3;
+    __m256i ql = Load(b.ql + 64 * half + 32 * (j & 1));
+    if (j >= 2) ql = _mm256_srli_epi16(ql, 4);
+    const __m256i qh = Load(b.qh + 32 * half);
+    const __m256i high = j <= 2 ? _mm256_slli_epi16(qh, 4 - 2 * j) : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(_mm256_and_si256(ql, Splat8(0x0f)),
+                           _mm256_and_si256(high, Splat8(0x30)));
+  }
+  // Q(k) spans sub-blocks 2k (low half) and 2k+1 (high half).
+  __m256i Scale(int k) const { return PairShuffle(k < 4 ? lo : hi, kHalves[k & 3]); }
+  __m256i Side() const { return sc; }
+};
+
+template <typename Block>
+struct RegOf;
+template <>
+struct RegOf<BlockQ4_K> {
+  using Type = RegQ4K;
+};
+template <>
+struct RegOf<BlockQ5_K> {
+  using Type = RegQ5K;
+};
+template <>
+struct RegOf<BlockQ6_K> {
+  using Type = RegQ6K;
+};
+
+struct Decoded {
+  __m256i q[8], scale[8], side;
+  float d, dmin;
+  template <typename Reg>
+  void From(const Reg& r) {
+    for (int k = 0; k < 8; ++k) {
+      q[k] = r.Q(k);
+      scale[k] = r.Scale(k);
+    }
+    side = r.Side();
+    d = r.d;
+    dmin = r.dmin;
+  }
+  __m256i Q(int k) const { return q[k]; }
+  __m256i Scale(int k) const { return scale[k]; }
+  __m256i Side() const { return side; }
+};
+
+// The totals of four vectors of 8 int32 lanes, vector t in lane t.
+inline __m128i Sum4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+// The total of one vector's 8 int32 lanes, in every lane.
+inline __m128i Sum1(__m256i v) {
+  __m128i x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  x = _mm_add_epi32(x, _mm_shuffle_epi32(x, 0x4e));
+  return _mm_add_epi32(x, _mm_shuffle_epi32(x, 0xb1));
+}
+
+inline float ScaleOf(const uint8_t* act_block) {
+  float d;
+  std::memcpy(&d, act_block, sizeof(d));
+  return d;
+}
+
+// NT (1..4) tokens' steps over one weight block: a[t] points at token t's activation block,
+// lane t of acc is its float accumulator (lanes past NT carry nothing of use).
+template <bool kQ6, int NT, typename W>
+inline __m128 Dot(const W& w, const uint8_t* const (&a)[4], __m128 acc) {
+  __m256i sumi[4], side[4];
+  for (int t = 0; t < 4; ++t) sumi[t] = side[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    const __m256i q = w.Q(k), scale = w.Scale(k);
+    for (int t = 0; t < NT; ++t) {
+      const __m256i p = _mm256_maddubs_epi16(q, Load(a[t] + kQsOffset + 32 * k));
+      sumi[t] = _mm256_add_epi32(sumi[t], _mm256_madd_epi16(p, scale));
+    }
+  }
+  const __m256i w_side = w.Side();
+  for (int t = 0; t < NT; ++t) side[t] = _mm256_madd_epi16(Load(a[t] + kBsumsOffset), w_side);
+  const __m128 d_a = _mm_setr_ps(ScaleOf(a[0]), NT > 1 ? ScaleOf(a[1]) : 0.0f,
+                                 NT > 2 ? ScaleOf(a[2]) : 0.0f, NT > 3 ? ScaleOf(a[3]) : 0.0f);
+  if constexpr (kQ6) {  // sumi - 32 * sum_j sc[j] * bsums[j]
+    for (int t = 0; t < NT; ++t) sumi[t] = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(side[t], 5));
+    const __m128i total = NT == 1 ? Sum1(sumi[0]) : Sum4(sumi[0], sumi[1], sumi[2], sumi[3]);
+    return _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(w.d), d_a), _mm_cvtepi32_ps(total), acc);
+  } else {
+    __m128i total, mins;
+    if constexpr (NT <= 2) {  // lanes: the sums of tokens 0, 1, then their min terms
+      total = Sum4(sumi[0], sumi[1], side[0], side[1]);
+      mins = _mm_unpackhi_epi64(total, total);
+    } else {
+      total = Sum4(sumi[0], sumi[1], sumi[2], sumi[3]);
+      mins = Sum4(side[0], side[1], side[2], side[3]);
+    }
+    acc = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(w.d), d_a), _mm_cvtepi32_ps(total), acc);
+    return _mm_fnmadd_ps(_mm_mul_ps(_mm_set1_ps(w.dmin), d_a), _mm_cvtepi32_ps(mins), acc);
+  }
+}
+
+// Up to 4 tokens: the weights decoded in registers as the dot uses them, the accumulators in
+// one register.
+template <typename Block, int NT>
+void RowDotFew(const Block* w, const uint8_t* act, int64_t act_row_bytes, int64_t nb, float* y,
+               int64_t y_stride) {
+  constexpr bool kQ6 = sizeof(Block) == sizeof(BlockQ6_K);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* a[4];
+    for (int t = 0; t < 4; ++t) a[t] = act + (t < NT ? t : 0) * act_row_bytes + i * kActBlock;
+    acc = Dot<kQ6, NT>(typename RegOf<Block>::Type(w[i]), a, acc);
+  }
+  alignas(16) float out[4];
+  _mm_store_ps(out, acc);
+  for (int t = 0; t < NT; ++t) y[t * y_stride] = out[t];
+}
+
+template <typename Block>
+void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok, int64_t n,
+            float* y, int64_t y_stride) {
+  constexpr bool kQ6 = sizeof(Block) == sizeof(BlockQ6_K);
+  const auto* w = static_cast<const Block*>(w_row);
+  const auto* act = static_cast<const uint8_t*>(acts);
+  const int64_t nb = n / kQK_K;
+  switch (n_tok) {
+    case 1:
+      return RowDotFew<Block, 1>(w, act, act_row_bytes, nb, y, y_stride);
+    case 2:
+      return RowDotFew<Block, 2>(w, act, act_row_bytes, nb, y, y_stride);
+    case 3:
+      return RowDotFew<Block, 3>(w, act, act_row_bytes, nb, y, y_stride);
+    case 4:
+      return RowDotFew<Block, 4>(w, act, act_row_bytes, nb, y, y_stride);
+    default:
+      break;
+  }
+  // More: each block decoded once per pass into Decoded, then taken by the pass's tokens four
+  // at a time, their accumulators in memory.
+  alignas(32) float acc[kPass + 4];
+  Decoded dec;
+  for (int p0 = 0; p0 < n_tok; p0 += kPass) {
+    const int np = n_tok - p0 < kPass ? n_tok - p0 : kPass;
+    for (int t = 0; t < np; ++t) acc[t] = 0.0f;
+    const uint8_t* pass = act + p0 * act_row_bytes;
+    for (int64_t i = 0; i < nb; ++i) {
+      dec.From(typename RegOf<Block>::Type(w[i]));
+      const uint8_t* block = pass + i * kActBlock;
+      for (int t0 = 0; t0 < np; t0 += 4) {
+        const uint8_t* a[4];
+        for (int t = 0; t < 4; ++t) a[t] = block + (t0 + (t < np - t0 ? t : 0)) * act_row_bytes;
+        __m128 s = _mm_loadu_ps(acc + t0);
+        switch (np - t0) {
+          case 1:
+            s = Dot<kQ6, 1>(dec, a, s);
+            break;
+          case 2:
+            s = Dot<kQ6, 2>(dec, a, s);
+            break;
+          case 3:
+            s = Dot<kQ6, 3>(dec, a, s);
+            break;
+          default:
+            s = Dot<kQ6, 4>(dec, a, s);
+            break;
+        }
+        _mm_storeu_ps(acc + t0, s);
+      }
+    }
+    for (int t = 0; t < np; ++t) y[(p0 + t) * y_stride] = acc[t];
+  }
+}
+
+// One 32-value group of a Q8_K block: codes min(127, round(iscale * x)) as int32.
+inline void QuantizeGroup(const float* x, __m256 iscale, __m256i (&v)[4]) {
+  const __m256i top = _mm256_set1_epi32(127);
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), iscale)),
+                            top);
+  }
+}
+
+void QuantizeQ8K(const float* x, void* out, int64_t n) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  auto* o = static_cast<uint8_t*>(out);
+  for (int64_t i = 0; i < n / kQK_K; ++i, x += kQK_K, o += kActBlock) {
+    __m256 vmax = _mm256_setzero_ps();
+    for (int j = 0; j < kQK_K; j += 8) {
+      vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(x + j), abs_mask));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    BlockQ8_K b;
+    if (amax == 0.0f) {
+      std::memset(&b, 0, sizeof(b));
+      std::memcpy(o, &b, sizeof(b));
+      continue;
+    }
+    // The reference keeps the first value of largest magnitude (its sign sets iscale's).
+    const __m256 target = _mm256_set1_ps(amax);
+    float max = 0.0f;
+    for (int j = 0; j < kQK_K; j += 8) {
+      const __m256 eq =
+          _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs_mask), target, _CMP_EQ_OQ);
+      const int mask = _mm256_movemask_ps(eq);
+      if (mask != 0) {
+        max = x[j + __builtin_ctz(static_cast<unsigned>(mask))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / max;
+    const __m256 vscale = _mm256_set1_ps(iscale);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i sums[8];  // group g: lane pairs of its two 16-value sums (see below)
+    for (int g = 0; g < 8; ++g) {
+      __m256i v[4];
+      QuantizeGroup(x + 32 * g, vscale, v);
+      const __m256i packed =
+          _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs + 32 * g),
+                          _mm256_permutevar8x32_epi32(packed, order));
+      // Lane-wise sums of values 0..15 and 16..31, pairwise added: the low half holds
+      // partial sums of lanes 0..3 of each, the high half of lanes 4..7.
+      sums[g] = _mm256_hadd_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
+    }
+    __m128i bsums32[4];  // bsums[4q..4q+3] from groups 2q and 2q+1
+    for (int q = 0; q < 4; ++q) {
+      const __m256i s = _mm256_hadd_epi32(sums[2 * q], sums[2 * q + 1]);
+      bsums32[q] = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b.bsums), _mm_packs_epi32(bsums32[0], bsums32[1]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(b.bsums + 8),
+                     _mm_packs_epi32(bsums32[2], bsums32[3]));
+    b.d = 1.0f / iscale;
+    std::memcpy(o, &b, sizeof(b));
+  }
+}
+
+constexpr KQuantKernels kAvx2Set{"avx2", QuantizeQ8K, RowDot<BlockQ4_K>, RowDot<BlockQ5_K>,
+                                 RowDot<BlockQ6_K>};
+
+}  // namespace
+}  // namespace pinfer::quants
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+namespace pinfer::quants {
+const KQuantKernels* Avx2KQuantKernels() { return &kAvx2Set; }
+}  // namespace pinfer::quants
+
+#else  // not x86-64
+
+#include "loaders/quants_q8k.h"
+
+namespace pinfer::quants {
+const KQuantKernels* Avx2KQuantKernels() { return nullptr; }
+}  // namespace pinfer::quants
+
+#endif
