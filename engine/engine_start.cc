@@ -2,8 +2,9 @@
 //   1. resolve the limits (defaults filled in, impossible ones refused);
 //   2. build the backend (the CPU's when none is given) and give it the limits;
 //   3. compute the ledger (ComputeLedger, the one function `plan` and the report use too):
-//      the pool is --kv-cache-memory, or max_num_seqs sequences of max_model_len capped by
-//      the budget; refuse to start, with the ledger's message, when it does not fit;
+//      the pool is --kv-cache-memory, or on the CPU max_num_seqs sequences of max_model_len
+//      capped by the budget, on a device all the budget leaves (as vLLM); refuse to start,
+//      with the ledger's message, when it does not fit;
 //   4. commit the memory: the backend's (weights paged in, workspace written, locked with
 //      --mlock), then the process's own memory is measured once;
 //   5. create the KV cache (its pool committed, in the backend's storage) and the scheduler;

@@ -198,9 +198,15 @@ void SizePool(const KvCacheConfig& kc, int context_length, const LedgerOptions& 
     }
     const uint64_t left = l->budget_bytes > fixed ? l->budget_bytes - fixed : 0;
     const int64_t budget_blocks = static_cast<int64_t>(left / l->kv_bytes_per_block);
-    const int64_t work_blocks = l->blocks_per_sequence * o.max_num_seqs;
-    l->pool_bound = work_blocks <= budget_blocks ? PoolBound::kWork : PoolBound::kBudget;
-    blocks = std::min(work_blocks, budget_blocks);
+    if (!o.host) {
+      // A device, as vLLM sizes it: the pool is all the budget leaves.
+      l->pool_bound = PoolBound::kWholeBudget;
+      blocks = budget_blocks;
+    } else {
+      const int64_t work_blocks = l->blocks_per_sequence * o.max_num_seqs;
+      l->pool_bound = work_blocks <= budget_blocks ? PoolBound::kWork : PoolBound::kBudget;
+      blocks = std::min(work_blocks, budget_blocks);
+    }
   }
   l->kv_pool_blocks = blocks;
   l->kv_pool_bytes = U64(blocks) * l->kv_bytes_per_block;
@@ -244,6 +250,9 @@ std::string MemoryLedger::PoolBoundText() const {
                           max_model_len);
     case PoolBound::kBudget:
       return absl::StrCat("capped by ", budget_source);
+    case PoolBound::kWholeBudget:
+      return absl::StrCat("the whole budget after the other lines (", budget_source,
+                          "), as vLLM sizes it");
     case PoolBound::kExplicit:
       return absl::StrCat("--kv-cache-memory ", FormatBytes(kv_pool_bytes));
   }

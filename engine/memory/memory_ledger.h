@@ -26,10 +26,14 @@
 //   --kv-cache-memory given      exactly that many whole blocks; the configuration fits when
 //                                weights + workspace + reserve + graphs + pool is at most the
 //                                memory available (when known);
-//   otherwise                    max_num_seqs sequences of max_model_len (the work asked),
+//   otherwise, on the host       max_num_seqs sequences of max_model_len (the work asked),
 //                                capped by budget - weights - workspace - reserve - graphs,
 //                                where budget = memory_utilization x available memory (or the
-//                                budget given, `plan --memory`).
+//                                budget given, `plan --memory`);
+//   otherwise, on a device       all of budget - weights - workspace - reserve - graphs (the
+//                                device is the engine's alone: vLLM gives the pool every
+//                                block the budget leaves, and more blocks mean more
+//                                sequences at once).
 #pragma once
 
 #include <cstdint>
@@ -80,9 +84,10 @@ int DefaultMaxModelLen(int context_length);
 
 // Which bound chose the KV pool's size.
 enum class PoolBound {
-  kWork,      // max_num_seqs sequences of max_model_len: all the work asked can use
-  kBudget,    // the memory budget was smaller than that
-  kExplicit,  // --kv-cache-memory
+  kWork,         // max_num_seqs sequences of max_model_len: all the work asked can use
+  kBudget,       // the memory budget was smaller than that
+  kExplicit,     // --kv-cache-memory
+  kWholeBudget,  // a device: all that the budget leaves after the other lines (vLLM's)
 };
 
 // Everything the ledger is computed from besides the model: the engine's limits (vLLM's
@@ -198,7 +203,8 @@ struct MemoryLedger {
   uint64_t fixed_bytes() const;  // weights + workspace + reserve + graphs
   uint64_t total_bytes() const;  // fixed_bytes() + kv_pool_bytes
   // "sized for 16 sequences of max_model_len 4096", "capped by 0.90 of 21.50 GiB available
-  // (MemAvailable)", "--kv-cache-memory 4.00 GiB".
+  // (MemAvailable)", "--kv-cache-memory 4.00 GiB", "the whole budget after the other lines
+  // (0.90 of 139.00 GiB available (free device memory)), as vLLM sizes it".
   std::string PoolBoundText() const;
 
   std::string ToText() const;  // a table for people

@@ -77,7 +77,7 @@ std::string MemoryLedger::ToJson() const {
   }
   nlohmann::json workspace_parts = nlohmann::json::object();
   for (const WorkspacePart& p : workspace) workspace_parts[p.name] = p.bytes;
-  static constexpr const char* kBounds[] = {"work", "budget", "explicit"};
+  static constexpr const char* kBounds[] = {"work", "budget", "explicit", "whole_budget"};
   nlohmann::json j = {
       {"model", model_name},
       {"weight_format", weight_format},

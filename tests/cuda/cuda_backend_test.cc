@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -222,6 +223,51 @@ TEST(CudaGraphs, ReplayMatchesEagerLogits) {
         }
       }
     }
+  }
+}
+
+// Without --kv-cache-memory a device's pool is all that the budget (memory_utilization of
+// free device memory) leaves after weights, workspace, reserve and graphs, as vLLM sizes it,
+// not the work asked (one sequence of 512 tokens: 32 blocks); the cache has exactly those
+// blocks and a request runs. On the emulator the device is cut to 512 MiB for the test
+// (PINFER_CUDA_EMU_MIB, which a GPU ignores), so the pool is a few hundred MiB.
+TEST(CudaBackendEndToEnd, PoolIsTheWholeBudget) {
+  REQUIRE_CUDA();
+  PINFER_REQUIRE_MODEL(path, "stories260K.gguf");
+  const char* was = std::getenv("PINFER_CUDA_EMU_MIB");
+  const std::string before = was ? was : "";
+  setenv("PINFER_CUDA_EMU_MIB", "512", 1);
+  {
+    auto model = Model::Load(path);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EngineConfig cfg = pinfer::testing::SmallConfig(KvDtype::kF16);
+    cfg.kv_cache_memory = 0;
+    cfg.max_num_seqs = 1;
+    cfg.enforce_eager = true;
+    auto backend = MakeCudaBackend(**model, cfg.max_num_batched_tokens);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    auto e = Engine::Create(**model, cfg, std::move(*backend), /*quiet=*/true);
+    ASSERT_TRUE(e.ok()) << e.status();
+    const MemoryLedger& l = (*e)->ledger();
+    EXPECT_FALSE(l.host);
+    EXPECT_EQ(l.pool_bound, PoolBound::kWholeBudget) << l.PoolBoundText();
+    EXPECT_EQ(l.budget_bytes, static_cast<uint64_t>(static_cast<double>(l.available_bytes) *
+                                                    cfg.memory_utilization));
+    EXPECT_EQ(l.kv_pool_blocks,
+              static_cast<int64_t>((l.budget_bytes - l.fixed_bytes()) / l.kv_bytes_per_block));
+    EXPECT_GT(l.max_concurrency, 1) << "the pool holds only the work asked";
+    EXPECT_EQ((*e)->cache().num_blocks(), l.kv_pool_blocks);
+    GenerationRequest req;
+    req.prompt = {1, 403, 407};
+    req.params.temperature = 0;
+    req.params.max_tokens = 4;
+    ASSERT_TRUE((*e)->AddRequest(req).ok());
+    while ((*e)->HasWork()) ASSERT_TRUE((*e)->Step().ok());
+  }
+  if (was) {
+    setenv("PINFER_CUDA_EMU_MIB", before.c_str(), 1);
+  } else {
+    unsetenv("PINFER_CUDA_EMU_MIB");
   }
 }
 

@@ -5,6 +5,8 @@
 # a GPU, checked to run here first. Speed figures on the emulator mean nothing.
 # Usage: cli_smoke.sh PAGEDINFER PAGEDINFER_EMU MODEL
 set -euo pipefail
+# The KV pool takes the whole budget of the emulated device, as on a GPU: 1 GiB keeps it small.
+export PINFER_CUDA_EMU_MIB=${PINFER_CUDA_EMU_MIB:-1024}
 cpu_bin=$1 emu_bin=$2 model=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,6 +26,9 @@ for kv in f16 q8_0; do
     before=$failures
     [[ "$got" == "$want" ]] || fail "$what wrote '$got', the CPU '$want'"
     grep -q "^device: cuda:0 (pagedinfer CUDA emulator" "$tmp/err" || fail "$what: no device line"
+    # The pool is all the budget leaves (vLLM's sizing), not run's one sequence.
+    grep -q "^KV pool: .*the whole budget after the other lines (0.90 of .* (free device memory)), as vLLM sizes it" \
+      "$tmp/err" || fail "$what: the pool is not the whole budget: $(grep '^KV pool' "$tmp/err")"
     # The ledger's graph line: with graphs only.
     if grep -q "^  cuda graphs " "$tmp/err"; then
       [[ -z "$eager" ]] || fail "$what: a 'cuda graphs' ledger line without graphs"

@@ -4,6 +4,8 @@
 # `run` writes for the same prompt. HTTP through bash's /dev/tcp (no client to install).
 # Usage: serve_smoke.sh PAGEDINFER PAGEDINFER_EMU MODEL
 set -euo pipefail
+# The KV pool takes the whole budget of the emulated device, as on a GPU: 1 GiB keeps it small.
+export PINFER_CUDA_EMU_MIB=${PINFER_CUDA_EMU_MIB:-1024}
 cpu_bin=$1 emu_bin=$2 model=$3
 tmp=$(mktemp -d)
 pid=""

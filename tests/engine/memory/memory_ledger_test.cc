@@ -222,6 +222,50 @@ TEST(MemoryLedger, PoolBoundsWorkBudgetExplicit) {
   EXPECT_TRUE(given.fits);
 }
 
+// On a device the pool is the whole budget left, as vLLM sizes it, however little work is
+// asked (the host's work pool would be 1 sequence of 4096 tokens, 2 GiB); --kv-cache-memory
+// still sets it directly; a budget that leaves no room for one sequence still does not fit.
+TEST(MemoryLedger, DevicePoolIsTheWholeBudget) {
+  PlanInput in = *PlanInputFromShape("llama2-7b", "Q4_0");
+  LedgerOptions o = OneSequenceOnTwoThreads();
+  o.host = false;
+  o.reserve_bytes = kDefaultDeviceReserveBytes;
+  o.available_bytes = 80 * kGiB;
+  o.available_source = "free device memory";
+  MemoryLedger whole = *ComputeLedger(in, o);
+  EXPECT_EQ(whole.pool_bound, PoolBound::kWholeBudget);
+  EXPECT_EQ(whole.budget_bytes, static_cast<uint64_t>(80 * kGiB * 0.9));
+  const int64_t blocks =
+      static_cast<int64_t>((whole.budget_bytes - whole.fixed_bytes()) / whole.kv_bytes_per_block);
+  EXPECT_EQ(whole.kv_pool_blocks, blocks);
+  EXPECT_EQ(whole.kv_pool_bytes, static_cast<uint64_t>(blocks) * whole.kv_bytes_per_block);
+  EXPECT_EQ(whole.max_concurrency, blocks / 256);  // 256 blocks of 16 per 4096-token sequence
+  EXPECT_GT(whole.max_concurrency, 30);
+  EXPECT_EQ(whole.PoolBoundText(),
+            "the whole budget after the other lines (0.90 of 80.00 GiB available (free device "
+            "memory)), as vLLM sizes it");
+  EXPECT_TRUE(whole.fits);
+  EXPECT_EQ(nlohmann::json::parse(whole.ToJson())["pool_bound"], "whole_budget");
+
+  o.kv_cache_memory = 4 * kGiB + 100;
+  MemoryLedger given = *ComputeLedger(in, o);
+  EXPECT_EQ(given.pool_bound, PoolBound::kExplicit);
+  EXPECT_EQ(given.kv_pool_bytes, 4 * kGiB);
+  EXPECT_TRUE(given.fits);
+
+  o.kv_cache_memory = 0;
+  o.available_bytes = 6 * kGiB;  // 5.4 GiB: weights, workspace and reserve leave < 2 GiB
+  MemoryLedger small = *ComputeLedger(in, o);
+  EXPECT_EQ(small.pool_bound, PoolBound::kWholeBudget);
+  EXPECT_FALSE(small.fits);
+  EXPECT_NE(small.message.find("The longest max_model_len that fits is "), std::string::npos)
+      << small.message;
+
+  o.host = true;  // the CPU keeps the pool for the work asked
+  o.available_bytes = 80 * kGiB;
+  EXPECT_EQ(ComputeLedger(in, o)->pool_bound, PoolBound::kWork);
+}
+
 // An explicit pool that the memory available cannot hold does not fit: the message says what
 // is needed, what is available and the longest max_model_len that fits.
 TEST(MemoryLedger, ExplicitPoolOverAvailableDoesNotFit) {
