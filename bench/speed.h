@@ -1,7 +1,8 @@
 // `pagedinfer bench`: prompt processing (pp) and text generation (tg) speed of one sequence,
 // as llama-bench measures them (ppN: a prompt of N tokens in one step; tgN: N tokens decoded
 // one at a time), mean and standard deviation over repetitions after an untimed warm-up;
-// plus decode's achieved memory bandwidth against a measured memcpy bandwidth. Both start
+// plus decode's achieved memory bandwidth against a measured read bandwidth (the bound of a
+// pass that only reads weights) and the memcpy bandwidth (read + write). Both start
 // from an empty context, or at a context depth of D tokens already in the cache (llama-bench's
 // -d: the tests are then named "pp512 @ d1024"), which the prefix cache serves to every
 // repetition.
@@ -56,12 +57,19 @@ struct SpeedResult {
   int threads = 0;
   std::string kv_dtype, kv_layout;
   double copy_gbps = 0;  // memcpy: (bytes read + bytes written) per second
+  double read_gbps = 0;  // threads summing a buffer far larger than the caches
   std::vector<SpeedTest> tests;
 };
 
 // memcpy of two `bytes` buffers on `threads` threads, best of `reps`: GB/s counting bytes
 // read plus bytes written (10^9 bytes per GB).
 double MeasureCopyBandwidth(int threads, size_t bytes = 256ull << 20, int reps = 5);
+
+// Read bandwidth: `threads` threads each sum 64-bit words of their even share of one `bytes`
+// buffer (written once beforehand, so its pages are resident), best of `reps` passes: bytes
+// read per second (10^9 per GB). The default 512 MiB is far larger than any L3 cache, so
+// this is the DRAM bound of a decode step, which reads each weight once and writes little.
+double MeasureReadBandwidth(int threads, size_t bytes = 512ull << 20, int reps = 5);
 
 absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions& options);
 

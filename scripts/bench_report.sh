@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Runs the benchmarks and writes docs/benchmarks.md (plus docs/bench-kv-*.svg and .json):
 # the machine and date, bench-kv (paged vs contiguous KV) at max_model_len 4096 and 2048,
-# `pagedinfer bench` on the synthetic tiny model (and a synthetic llama2-7b Q4_0 when
-# SEVEN_B=1, which writes a 3.8 GB file to the cache once; with LLAMA_BENCH=path/to/llama-bench
-# also llama.cpp's figures on the same file and threads), and the micro-benchmarks. The
-# summary between the bench-results markers in README.md is rewritten from the same runs.
+# `pagedinfer bench` on the synthetic tiny model, and the micro-benchmarks. The summary between
+# the bench-results markers in README.md is rewritten from the same runs. SEVEN_B=1 also runs
+# scripts/cpu_vs_llama.sh: pagedinfer and (with LLAMA_BENCH=path/to/llama-bench) llama.cpp on
+# synthetic llama2-7b and llama3-8b files in Q4_0, Q4_K_M and Q8_0 (written to the cache once,
+# 3.6-8 GiB each; its MODELS or FILES pick a subset, PP/TG/DEPTH/TG_DEPTH/REPS the tests), into
+# docs/cpu-vs-llama.md and the cpu-vs-llama section of README.md.
 #
 # usage: scripts/bench_report.sh            (after building: pagedinfer and *_bench in ./build)
 # env:   BUILD_DIR (build), REQUESTS (100), KV_SEQS (8: the KV budget in max_model_len-4096
 #        sequences), KV_MODEL (stories260K.gguf from $PAGEDINFER_MODELS or ../shared/models,
 #        else the synthetic tiny model), THREADS (nproc), SEVEN_B (0), LLAMA_BENCH (unset),
 #        MIN_TIME (0.05)
-# About 10 minutes on 2 cores (20 more with SEVEN_B=1); every timing depends on what else
-# the machine is doing.
+# About 10 minutes on 2 cores (hours more with SEVEN_B=1 and every file); every timing depends
+# on what else the machine is doing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -128,38 +130,20 @@ cat >>"$OUT" <<'TXT'
 llama-bench's table shape (ppN: one N-token prompt per step; tgN: N single-token steps from
 an empty context), mean ± sample standard deviation over -r repetitions after a warm-up.
 Achieved GB/s = (weights read + KV of the mean context) per token / time per token, against
-a multi-threaded memcpy measured in the same run (bytes read + bytes written per second).
+the read bandwidth measured in the same run (threads summing a 512 MiB buffer); the memcpy
+figure beside it counts bytes read + bytes written per second.
 TXT
 printf '\n### synthetic tiny (Q4_0)\n\n' >>"$OUT"
 cmdline pagedinfer bench -m "$(basename "$tiny")" -p 128 -n 64 -r 3 -t "$THREADS"
 "$BIN" bench -m "$tiny" -p 128 -n 64 -r 3 -t "$THREADS" >>"$OUT"
 if [[ "$SEVEN_B" == 1 ]]; then
-  seven="$CACHE/synth-llama2-7b-q4_0.gguf"
-  [[ -f "$seven" ]] || "$BIN" synth --shape llama2-7b --type Q4_0 -o "$seven" >&2
-  printf '\n### synthetic llama2-7b (Q4_0)\n\n' >>"$OUT"
-  echo "Short tests (-p 16 -n 8 -r 2) to keep the run affordable on this machine." >>"$OUT"
-  echo >>"$OUT"
-  cmdline pagedinfer bench -m synth-llama2-7b-q4_0.gguf -p 32 -n 16 -r 2 -t "$THREADS"
-  "$BIN" bench -m "$seven" -p 32 -n 16 -r 2 -t "$THREADS" >"$tmp/seven.md"
-  cat "$tmp/seven.md" >>"$OUT"
-  {
-    echo
-    echo "Prefill and decode speed on a synthetic llama2-7b Q4_0 file (\`pagedinfer synth --shape"
-    echo "llama2-7b --type Q4_0\`: random weights, real shapes and sizes), $THREADS threads:"
-    echo
-    echo '```'
-    echo "\$ pagedinfer bench -m synth-llama2-7b-q4_0.gguf -p 32 -n 16 -r 2 -t $THREADS"
-    echo '```'
-    echo
-    cat "$tmp/seven.md"
-  } >>"$SUMMARY"
-  if [[ -n "${LLAMA_BENCH:-}" ]]; then
-    printf '\nllama.cpp on the same file and threads:\n\n' | tee -a "$SUMMARY" >>"$OUT"
-    printf '```\n$ llama-bench -m synth-llama2-7b-q4_0.gguf -p 32 -n 16 -r 2 -t %s\n```\n\n' \
-      "$THREADS" | tee -a "$SUMMARY" >>"$OUT"
-    "$LLAMA_BENCH" -m "$seven" -p 32 -n 16 -r 2 -t "$THREADS" -o md 2>/dev/null |
-      tee -a "$SUMMARY" >>"$OUT"
-  fi
+  # pagedinfer and llama-bench on the synthetic llama2-7b and llama3-8b files (MODELS or FILES
+  # pick a subset): the script writes docs/cpu-vs-llama.md and its own README section.
+  BUILD_DIR="$BUILD_DIR" THREADS="$THREADS" LLAMA_BENCH="${LLAMA_BENCH:-}" SYNTH_DIR="$CACHE" \
+    scripts/cpu_vs_llama.sh >&2
+  section "CPU speed against llama.cpp (scripts/cpu_vs_llama.sh)"
+  echo "pp, tg and tg at a context depth on synthetic 7B/8B files, pagedinfer and llama-bench back to back: [cpu-vs-llama.md](cpu-vs-llama.md)." >>"$OUT"
+  printf '\nThe 7B/8B rows against llama.cpp: the CPU speed section below.\n' >>"$SUMMARY"
 fi
 
 section "Micro-benchmarks (Google Benchmark)"

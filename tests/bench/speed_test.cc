@@ -38,6 +38,8 @@ TEST(SpeedBench, RunsAtAContextDepthServedByThePrefixCache) {
   EXPECT_EQ(r->tests[1].bytes_per_token,
             r->model.decode_weight_bytes + r->model.kv_bytes_per_token * (2 * 96 + 5) / 2);
   EXPECT_THAT(SpeedJson(*r), ::testing::HasSubstr("\"n_depth\": 96"));
+  EXPECT_THAT(SpeedJson(*r), ::testing::HasSubstr("\"read_gbps\""));
+  EXPECT_THAT(SpeedMarkdown(*r), ::testing::HasSubstr("% of the read bandwidth"));
 }
 
 TEST(SpeedBench, WithoutDepthTheNamesAreLlamaBenchs) {
@@ -49,6 +51,13 @@ TEST(SpeedBench, WithoutDepthTheNamesAreLlamaBenchs) {
   ASSERT_EQ(r->tests.size(), 2u);
   EXPECT_EQ(r->tests[0].name, "pp8");
   EXPECT_EQ(r->tests[1].name, "tg4");
+}
+
+// The read benchmark checks its own sums (it returns 0 when a pass read wrong or dropped
+// words), so a positive figure means every word of every pass was read; no time is asserted.
+TEST(SpeedBench, ReadBandwidthReadsEveryWord) {
+  EXPECT_GT(MeasureReadBandwidth(2, (4u << 20) + 24, 2), 0.0);  // a partial last chunk too
+  EXPECT_GT(MeasureReadBandwidth(1, 8, 1), 0.0);
 }
 
 TEST(SpeedBench, RefusesADepthThatIsNotWholeBlocks) {
