@@ -6,8 +6,9 @@
 // BlockQ8_K, as llama.cpp's reference q8_K quantizer: per block, max is the first value of
 // largest magnitude, iscale = -127 / max (float division), qs[j] = min(127, round-to-nearest-even
 // (iscale * x[j])), so max maps to -127 and every code lies in -127..127; d = 1 / iscale (float
-// division); bsums[k] = the sum of qs[16k..16k+15]. An all-zero block gets d = 0 and zero codes
-// and sums. x must be finite. Every set writes the same bytes (tested).
+// division); bsums[k] = the sum of qs[16k..16k+15]. A block that is all zero, or whose 127 / max
+// overflows float (|max| below about 3.7e-37), gets d = 0 and zero codes and sums (llama.cpp
+// leaves the latter undefined). x must be finite. Every set writes the same bytes (tested).
 //
 // Row dot products (RowDotFn): w_row holds n / 256 weight blocks of the format (quants.h's
 // BlockQ4_K / BlockQ5_K / BlockQ6_K), acts + t * act_row_bytes token t's n / 256 BlockQ8_K, and

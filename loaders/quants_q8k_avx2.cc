@@ -17,6 +17,7 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -362,6 +363,11 @@ void QuantizeQ8K(const float* x, void* out, int64_t n) {
       }
     }
     const float iscale = -127.0f / max;
+    if (std::isinf(iscale)) {  // too small for a finite 127 / max: as a zero block
+      std::memset(&b, 0, sizeof(b));
+      std::memcpy(o, &b, sizeof(b));
+      continue;
+    }
     const __m256 vscale = _mm256_set1_ps(iscale);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     __m256i sums[8];  // group g: lane pairs of its two 16-value sums (see below)

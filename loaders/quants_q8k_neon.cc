@@ -183,6 +183,11 @@ void QuantizeQ8K(const float* x, void* out, int64_t n) {
       }
     }
     const float iscale = -127.0f / max;
+    if (std::isinf(iscale)) {  // too small for a finite 127 / max: as a zero block
+      std::memset(&b, 0, sizeof(b));
+      std::memcpy(o, &b, sizeof(b));
+      continue;
+    }
     const int32x4_t top = vdupq_n_s32(127);
     for (int g = 0; g < 16; ++g) {  // 16 values: codes and their sum
       int32x4_t v[4];

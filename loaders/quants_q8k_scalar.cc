@@ -122,10 +122,10 @@ void QuantizeQ8K(const float* x, void* out, int64_t n) {
         max = x[j];
       }
     }
-    if (amax == 0.0f) {
+    const float iscale = amax == 0.0f ? 0.0f : -127.0f / max;
+    if (amax == 0.0f || std::isinf(iscale)) {  // zero, or too small for a finite 127 / max
       std::memset(&b, 0, sizeof(b));
     } else {
-      const float iscale = -127.0f / max;
       for (int j = 0; j < kQK_K; ++j) {
         const int v = NearestInt(iscale * x[j]);
         b.qs[j] = static_cast<int8_t>(v < 127 ? v : 127);
