@@ -112,8 +112,12 @@ TEST(Q8KQuantizer, FollowsTheReferenceSemantics) {
   for (const KQuantKernels* k : Sets()) {
     for (int64_t n : kSizes) {
       std::vector<float> x = Realistic(n, 1.0f, 5);
-      std::fill(x.begin() + kQK_K, x.begin() + std::min<int64_t>(n, 2 * kQK_K),
-                0.0f);  // a zero block
+      // Block 1 zero; block 2 too small for a finite 127 / max; block 3 just large enough.
+      std::fill(x.begin() + kQK_K, x.begin() + std::min<int64_t>(n, 2 * kQK_K), 0.0f);
+      if (n > 4 * kQK_K) {
+        for (int j = 0; j < kQK_K; ++j) x[2 * kQK_K + j] = 1e-38f * (j % 3 - 1.0f);
+        for (int j = 0; j < kQK_K; ++j) x[3 * kQK_K + j] = 1e-36f * (j % 5 - 2.0f);
+      }
       const std::vector<uint8_t> acts = Activations(*k, x, 1, n);
       for (int64_t i = 0; i < n / kQK_K; ++i) {
         const BlockQ8_K b = BlockAt(acts, i);
@@ -158,7 +162,9 @@ TEST(Q8KQuantizer, SetsWriteTheSameBytes) {
     std::vector<float> x = Realistic(n, 0.3f, 9);
     x[3] = 50.0f;  // two values of largest magnitude, opposite signs: the first wins
     x[7] = -50.0f;
-    for (int j = 0; j < kQK_K; ++j) x[n - kQK_K + j] = 3e-37f * (j % 7 - 3.0f);  // near overflow
+    if (n > kQK_K) {  // the last block near the overflow of 127 / max
+      for (int j = 0; j < kQK_K; ++j) x[n - kQK_K + j] = 3e-37f * (j % 7 - 3.0f);
+    }
     const std::vector<uint8_t> want = Activations(*sets[0], x, 1, n);
     for (const KQuantKernels* k : sets) {
       EXPECT_EQ(Activations(*k, x, 1, n), want) << k->name << " n " << n;
