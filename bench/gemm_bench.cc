@@ -1,0 +1,136 @@
+// The prefill GEMM's integer micro-kernels (loaders/quants_tile.h) against the row kernels they
+// replace (loaders/quants_q8k.h), on one thread: a 4096 x 4096 Q4_K / Q5_K / Q6_K matrix against
+// 512 tokens' Q8_K activations (quantized once, outside the timed loop), as a llama-7B projection
+// in a pp512 prefill.
+//   BM_RowGemm/<set>/<format>/<tokens>: before. The set's RowDotFn per weight row over all the
+//     tokens (MatMul's batched integer path).
+//   BM_TileGemm/<set>/<format>/<tokens>: after. The set's TileDotFn over the whole matrix (its
+//     own tiling and token chunks).
+// op/s counts a multiply and an add per weight and token (2 * rows * cols * tokens per pass);
+// bytes processed are weight bytes. Only the AVX2 set runs here (the scalar one would take
+// minutes per pass); a 1-row pass of the scalar tiles is left to the tests.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "loaders/quants.h"
+#include "loaders/quants_q8k.h"
+#include "loaders/quants_tile.h"
+
+namespace pinfer {
+namespace {
+
+constexpr int64_t kCols = 4096, kRows = 4096;
+constexpr int64_t kDistinctRows = 64;  // quantized once, then repeated to fill the matrix
+
+struct Matrix {
+  size_t row_bytes;
+  std::vector<uint8_t> data;
+};
+
+const Matrix& WeightsOf(GgmlType t) {
+  static std::vector<std::pair<GgmlType, Matrix>> cache;
+  for (auto& [type, m] : cache) {
+    if (type == t) return m;
+  }
+  std::mt19937 rng(42);
+  std::normal_distribution<float> gauss(0.0f, 0.02f);
+  std::vector<float> row(kCols);
+  Matrix m{GgmlRowBytes(t, kCols), {}};
+  m.data.resize(m.row_bytes * kRows);
+  for (int64_t r = 0; r < kDistinctRows; ++r) {
+    for (float& v : row) v = gauss(rng);
+    QuantizeRow(t, row.data(), m.data.data() + r * m.row_bytes, kCols);
+  }
+  for (int64_t r = kDistinctRows; r < kRows; ++r) {
+    std::memcpy(m.data.data() + r * m.row_bytes, m.data.data() + (r % kDistinctRows) * m.row_bytes,
+                m.row_bytes);
+  }
+  cache.emplace_back(t, std::move(m));
+  return cache.back().second;
+}
+
+std::vector<uint8_t> Activations(int n_tok) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(kCols);
+  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  std::vector<uint8_t> acts(act_row * n_tok);
+  for (int t = 0; t < n_tok; ++t) {
+    for (float& v : x) v = gauss(rng);
+    quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + t * act_row, kCols);
+  }
+  return acts;
+}
+
+void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
+  state.counters["op/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(kRows * kCols * n_tok) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
+  const Matrix& w = WeightsOf(t);
+  const std::vector<uint8_t> acts = Activations(n_tok);
+  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  std::vector<float> y(kRows * n_tok);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r)
+      dot(w.data.data() + r * w.row_bytes, acts.data(), act_row, n_tok, kCols, y.data() + r, kRows);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  Rates(state, w, n_tok);
+}
+
+void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_tok) {
+  const Matrix& w = WeightsOf(t);
+  const std::vector<uint8_t> acts = Activations(n_tok);
+  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  std::vector<float> y(kRows * n_tok);
+  for (auto _ : state) {
+    tile(w.data.data(), static_cast<int64_t>(w.row_bytes), kRows, acts.data(), act_row, n_tok,
+         kCols, y.data(), kRows);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  Rates(state, w, n_tok);
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+#if defined(__x86_64__)
+  if (quants::Avx2KQuantTileKernels() == nullptr || !__builtin_cpu_supports("avx2") ||
+      !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+    return false;
+  }
+  const quants::KQuantKernels& rows = *quants::Avx2KQuantKernels();
+  const quants::KQuantTileKernels& tiles = *quants::Avx2KQuantTileKernels();
+  struct Format {
+    const char* name;
+    GgmlType type;
+    quants::RowDotFn row;
+    quants::TileDotFn tile;
+  };
+  const Format formats[] = {{"Q4_K", GgmlType::kQ4_K, rows.q4_k, tiles.q4_k},
+                            {"Q5_K", GgmlType::kQ5_K, rows.q5_k, tiles.q5_k},
+                            {"Q6_K", GgmlType::kQ6_K, rows.q6_k, tiles.q6_k}};
+  for (const Format& f : formats) {
+    for (int n_tok : {8, 512}) {
+      const std::string suffix = std::string("avx2/") + f.name + "/" + std::to_string(n_tok);
+      benchmark::RegisterBenchmark(("BM_RowGemm/" + suffix).c_str(), BM_RowGemm, f.row, f.type,
+                                   n_tok)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("BM_TileGemm/" + suffix).c_str(), BM_TileGemm, f.tile, f.type,
+                                   n_tok)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+#endif
+  return true;
+}();
+
+}  // namespace
+}  // namespace pinfer
