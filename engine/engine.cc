@@ -359,6 +359,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Step() {
   const ForwardBatch batch = BuildBatch(*chunks, &rows);
   if (absl::Status s = backend_->Forward(batch, *cache_, logits_.data()); !s.ok()) return s;
   RecordStages(*chunks);
+  if (step_observer_) step_observer_(*this);
   ++stats_.steps;
   stats_.max_running = std::max(stats_.max_running, scheduler_->num_running());
   scheduler_->MarkComputed(*chunks);

@@ -132,6 +132,11 @@ class Engine {
   using LogitsObserver =
       std::function<void(int64_t request_id, int index, const float* logits, int n_vocab)>;
   void SetLogitsObserver(LogitsObserver fn) { logits_observer_ = std::move(fn); }
+  // Called once per step after the forward pass and before the computed positions are marked:
+  // the cache then holds the step's most blocks (a window table lets its out-of-window blocks
+  // go only after), so KvReport() there is the step's peak occupancy (run --kv-report, tests).
+  using StepObserver = std::function<void(const Engine&)>;
+  void SetStepObserver(StepObserver fn) { step_observer_ = std::move(fn); }
 
   const EngineConfig& config() const { return config_; }
   const Model& model() const { return model_; }
@@ -189,6 +194,7 @@ class Engine {
   std::shared_ptr<const grammar::TokenVocabulary> grammar_vocab_;
   std::vector<uint64_t> mask_;
   LogitsObserver logits_observer_;
+  StepObserver step_observer_;
   std::unique_ptr<MemoryReport> report_;
   bool seen_prefill_ = false, seen_decode_ = false;
   StageRecord peak_;  // lines at the most sequences running at once

@@ -68,6 +68,15 @@ int64_t KvSequenceBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk)
                                                   std::min(max_chunk, len));
 }
 
+std::vector<int64_t> KvSequenceGroupBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk) {
+  const KvLayerGroups groups = KvLayerGroupsFor(c);
+  std::vector<int64_t> blocks;
+  for (size_t g = 0; g < groups.groups.size(); ++g) {
+    blocks.push_back(groups.GroupMaxBlocks(g, len, LayoutBlockSize(c), std::min(max_chunk, len)));
+  }
+  return blocks;
+}
+
 namespace {
 
 // Whether one sequence of L tokens fits in pool_bytes (c's max_model_len set to L).

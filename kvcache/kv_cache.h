@@ -71,6 +71,8 @@ absl::StatusOr<uint64_t> KvBlockBytes(const KvCacheConfig& c);
 // ceil(window / block_size) + 1 when block_size divides the window). The one rule for the
 // cache's own arithmetic and the engine's ledger.
 int64_t KvSequenceBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk);
+// KvSequenceBlocks by layer group ([KvLayerGroupsFor(c).groups.size()]; they add up to it).
+std::vector<int64_t> KvSequenceGroupBlocks(const KvCacheConfig& c, int64_t len, int64_t max_chunk);
 // The longest max_model_len L <= limit for which one sequence's blocks fit in pool_bytes
 // under c's format, layout, block size and windows, when a step appends at most max_chunk
 // positions (at most L): the most L with

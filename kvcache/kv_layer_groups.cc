@@ -75,14 +75,17 @@ std::string KvLayerGroups::Describe() const {
   return out;
 }
 
-int64_t KvLayerGroups::MaxBlocksPerSequence(int64_t tokens, int bs, int64_t chunk) const {
+int64_t KvLayerGroups::GroupMaxBlocks(size_t g, int64_t tokens, int bs, int64_t chunk) const {
+  const KvLayerGroup& grp = groups[g];
   const int64_t all = (tokens + bs - 1) / bs;
+  const int64_t each =
+      grp.window > 0 ? std::min(all, WindowBlocksBound(grp.window, bs, chunk)) : all;
+  return each * grp.tables;
+}
+
+int64_t KvLayerGroups::MaxBlocksPerSequence(int64_t tokens, int bs, int64_t chunk) const {
   int64_t blocks = 0;
-  for (const KvLayerGroup& grp : groups) {
-    const int64_t each =
-        grp.window > 0 ? std::min(all, WindowBlocksBound(grp.window, bs, chunk)) : all;
-    blocks += each * grp.tables;
-  }
+  for (size_t g = 0; g < groups.size(); ++g) blocks += GroupMaxBlocks(g, tokens, bs, chunk);
   return blocks;
 }
 

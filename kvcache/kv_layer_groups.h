@@ -62,6 +62,9 @@ struct KvLayerGroups {
   // appends at most `chunk` positions: full tables ceil(tokens / bs) each, window tables
   // min(that, WindowBlocksBound(window, bs, chunk)) each.
   int64_t MaxBlocksPerSequence(int64_t tokens, int bs, int64_t chunk) const;
+  // Group g's share of MaxBlocksPerSequence: over its tables, ceil(tokens / bs) each (full),
+  // or min(that, WindowBlocksBound(window, bs, chunk)) each (window).
+  int64_t GroupMaxBlocks(size_t g, int64_t tokens, int bs, int64_t chunk) const;
   // The blocks a sequence's tables hold between steps once `tokens` positions are computed
   // and its next query is at position `tokens` (MarkComputed called): full tables
   // ceil(tokens / bs), window tables ceil(tokens / bs) - WindowFirstBlock(window, tokens, bs).

@@ -165,6 +165,7 @@ MemoryLedger LedgerLines(const PlanInput& in, const LedgerOptions& o, int64_t ma
   l.kv_layer_groups = kv.layer_groups;
   l.blocks_per_sequence = kv.blocks_per_sequence;
   l.blocks_per_sequence_full = kv.blocks_per_sequence_full;
+  l.kv_groups = kv.groups;
   return l;
 }
 
@@ -212,6 +213,12 @@ void SizePool(const KvCacheConfig& kc, int context_length, const LedgerOptions& 
   l->kv_pool_bytes = U64(blocks) * l->kv_bytes_per_block;
   l->kv_pool_tokens = blocks * o.block_size / l->kv_tables;
   l->max_concurrency = blocks / l->blocks_per_sequence;
+  l->kv_blocks_spare = blocks;
+  for (KvGroupLine& g : l->kv_groups) {
+    g.pool_blocks = g.blocks_per_sequence * l->max_concurrency;
+    g.pool_bytes = U64(g.pool_blocks) * l->kv_bytes_per_block;
+    l->kv_blocks_spare -= g.pool_blocks;
+  }
   l->max_model_len_fit = LongestFit(kc, context_length, *l, l->kv_pool_bytes);
   l->fits = l->max_concurrency >= 1;
   if (l->pool_bound != PoolBound::kExplicit) {
@@ -307,6 +314,12 @@ absl::StatusOr<KvSequenceCost> KvSequenceCostFor(const KvCacheConfig& kc, int64_
   cost.blocks_per_sequence = KvSequenceBlocks(kc, kc.max_model_len, max_chunk);
   cost.blocks_per_sequence_full = (kc.max_model_len + slots - 1) / slots * cost.tables;
   if (groups.has_windows()) cost.layer_groups = groups.Describe();
+  const std::vector<int64_t> group_blocks = KvSequenceGroupBlocks(kc, kc.max_model_len, max_chunk);
+  for (size_t g = 0; g < groups.groups.size(); ++g) {
+    const KvLayerGroup& grp = groups.groups[g];
+    cost.groups.push_back(
+        {grp.window, static_cast<int>(grp.layers.size()), grp.tables, group_blocks[g]});
+  }
   return cost;
 }
 

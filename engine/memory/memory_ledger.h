@@ -131,6 +131,19 @@ struct LedgerOptions {
 // costs at most WindowBlocksBound(window, block_size, chunk) blocks per table, as vLLM counts
 // a sliding-window layer (window - 1 + max_num_batched_tokens tokens); full layers
 // ceil(max_model_len / block_size).
+// One layer group's part of a max_model_len sequence and, in the ledger, of the pool.
+struct KvGroupLine {
+  int window = 0;  // 0: full attention; else the sliding window in tokens
+  int layers = 0;  // the model's layers in the group
+  int tables = 0;  // block tables per sequence
+  // The group's share of blocks_per_sequence (KvSequenceGroupBlocks: the groups add up).
+  int64_t blocks_per_sequence = 0;
+  // Ledger only: at max_concurrency sequences of max_model_len, blocks_per_sequence x
+  // max_concurrency blocks of the pool, and their bytes.
+  int64_t pool_blocks = 0;
+  uint64_t pool_bytes = 0;
+};
+
 struct KvSequenceCost {
   uint64_t bytes_per_block = 0;  // KvBlockBytes
   // A token in every layer: bytes_per_block x tables / block_size = 2 x layers x KvRowBytes.
@@ -139,7 +152,8 @@ struct KvSequenceCost {
   int64_t blocks_per_sequence = 0;  // KvSequenceBlocks(max_model_len, max_chunk)
   // The same sequence with every window ignored: ceil(max_model_len / block_size) x tables.
   int64_t blocks_per_sequence_full = 0;
-  std::string layer_groups;  // KvLayerGroups::Describe() when there are windows, else empty
+  std::string layer_groups;         // KvLayerGroups::Describe() when there are windows, else empty
+  std::vector<KvGroupLine> groups;  // one per layer group (full attention first)
 };
 // The cache configuration the ledger costs (model widths and windows, format, layout, block
 // size, max_model_len), as the engine creates its cache.
@@ -197,8 +211,15 @@ struct MemoryLedger {
   int64_t blocks_per_sequence_full = 0;  // the same with the windows ignored
   int64_t max_concurrency = 0;           // max_model_len sequences that fit at once
   int64_t max_model_len_fit = 0;  // longest max_model_len one sequence can have (KvLongestSequence)
-  bool fits = false;              // the pool holds one max_model_len sequence, and all lines fit
-  std::string message;            // when !fits: needed, available, the longest that fits
+  // How the pool divides between the layer groups at max_concurrency sequences of
+  // max_model_len. The pool is one pool of equal blocks that every group draws from (vLLM's
+  // hybrid allocator), not fixed per-group pools: a group's figure is what those sequences
+  // hold at most, and kv_blocks_spare (kv_pool_blocks - the groups' blocks) is no group's:
+  // shorter sequences, prefix-cache entries, or any group's growth take it.
+  std::vector<KvGroupLine> kv_groups;
+  int64_t kv_blocks_spare = 0;
+  bool fits = false;    // the pool holds one max_model_len sequence, and all lines fit
+  std::string message;  // when !fits: needed, available, the longest that fits
 
   uint64_t fixed_bytes() const;  // weights + workspace + reserve + graphs
   uint64_t total_bytes() const;  // fixed_bytes() + kv_pool_bytes

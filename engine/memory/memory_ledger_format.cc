@@ -65,6 +65,25 @@ std::string MemoryLedger::ToText() const {
                         blocks_per_sequence_full, FormatBytes(full_bytes),
                         100.0 * (1 - static_cast<double>(window_bytes) / full_bytes)));
   }
+  if (!kv_layer_groups.empty()) {
+    absl::StrAppend(&out, absl::StrFormat("  the pool by layer group at %d sequences of "
+                                          "max_model_len %d (one pool of equal blocks: any "
+                                          "group takes any free block):\n",
+                                          max_concurrency, max_model_len));
+    for (const KvGroupLine& g : kv_groups) {
+      const std::string name = absl::StrCat(
+          g.window > 0 ? absl::StrCat("window ", g.window) : std::string("full attention"), ": ",
+          g.layers, g.layers == 1 ? " layer, " : " layers, ", g.tables,
+          g.tables == 1 ? " table" : " tables");
+      absl::StrAppend(
+          &out, absl::StrFormat("    %-36s %8d blocks %12s  (%d a sequence)\n", name, g.pool_blocks,
+                                FormatBytes(g.pool_bytes), g.blocks_per_sequence));
+    }
+    absl::StrAppend(&out, absl::StrFormat("    %-36s %8d blocks %12s\n",
+                                          "spare (no group's at that count)", kv_blocks_spare,
+                                          FormatBytes(static_cast<uint64_t>(kv_blocks_spare) *
+                                                      kv_bytes_per_block)));
+  }
   absl::StrAppend(&out, "  fits: ", fits ? "yes" : "no", "\n");
   if (!message.empty()) absl::StrAppend(&out, "  ", message, "\n");
   return out;
@@ -77,6 +96,15 @@ std::string MemoryLedger::ToJson() const {
   }
   nlohmann::json workspace_parts = nlohmann::json::object();
   for (const WorkspacePart& p : workspace) workspace_parts[p.name] = p.bytes;
+  nlohmann::json groups = nlohmann::json::array();
+  for (const KvGroupLine& g : kv_groups) {
+    groups.push_back({{"window", g.window},
+                      {"layers", g.layers},
+                      {"tables", g.tables},
+                      {"blocks_per_sequence", g.blocks_per_sequence},
+                      {"pool_blocks", g.pool_blocks},
+                      {"pool_bytes", g.pool_bytes}});
+  }
   static constexpr const char* kBounds[] = {"work", "budget", "explicit", "whole_budget"};
   nlohmann::json j = {
       {"model", model_name},
@@ -113,6 +141,8 @@ std::string MemoryLedger::ToJson() const {
       {"blocks_per_sequence_full", blocks_per_sequence_full},
       {"max_concurrency", max_concurrency},
       {"max_model_len_fit", max_model_len_fit},
+      {"kv_groups", groups},
+      {"kv_blocks_spare", kv_blocks_spare},
       {"fits", fits},
       {"message", message},
   };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/memory/memory_ledger.h"
 #include "engine/model/model.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_helpers.h"
@@ -91,6 +92,84 @@ TEST(WindowOccupancy, ALongGenerationHoldsTheWindowsBlocksOnly) {
                   static_cast<long long>(n), static_cast<long long>(held.at(n).blocks),
                   static_cast<unsigned long long>(held.at(n).bytes));
     }
+  }
+}
+
+// tiny-gemma3 (five window-32 layers to each full one; blocks of one layer: a full table and
+// five window tables a sequence) generating 335 tokens from BOS, a token a step (so the
+// ledger's chunk is the engine's: max_num_batched_tokens 1). At the peak of every step (the
+// step observer: the new block taken, out-of-window blocks not yet let go), the most blocks
+// each layer group has held so far is exactly the ledger's rule for a sequence of that length
+// (KvSequenceGroupBlocks per group; in all, the bytes of KvSequenceCostFor for a
+// max_model_len of that length), and at the end the engine's own ledger (kv_groups).
+// The full table grows a block every 16 tokens; each window table stops at 3 blocks, its
+// older blocks freed as the window moves.
+TEST(WindowOccupancy, Gemma3PeakBlocksPerGroupAreTheLedgersAtEveryLength) {
+  std::unique_ptr<Model> model = testing::SynthModel("tiny-gemma3", "F32");
+  ASSERT_NE(model, nullptr);
+  constexpr int kLen = 336;
+  EngineConfig cfg = WindowConfig(1, 1, 4ull << 20);
+  cfg.max_model_len = kLen;
+  cfg.prefix_caching = false;
+  auto created = Engine::Create(*model, cfg, nullptr, true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Engine& e = **created;
+  const ModelConfig& mc = model->config();
+  const KvCacheConfig kc = LedgerKvConfig(mc, KvDtype::kF32, KvLayout::kPaged, kBs, kLen);
+  ASSERT_EQ(e.ledger().kv_groups.size(), 2u);
+  ASSERT_EQ(e.ledger().kv_groups[1].window, kWindow);
+  ASSERT_EQ(e.ledger().kv_groups[1].tables, 5);
+  std::vector<int64_t> peak(2, 0);
+  std::map<int64_t, std::vector<int64_t>> at;  // the step's blocks by group, by length
+  e.SetStepObserver([&](const Engine& en) {
+    const OccupancyReport r = en.KvReport();
+    ASSERT_EQ(r.seqs.size(), 1u);
+    ASSERT_EQ(r.groups.size(), 2u);
+    const int64_t n = r.seqs[0].tokens;
+    const std::vector<int64_t> want = KvSequenceGroupBlocks(kc, n, 1);
+    auto cost = KvSequenceCostFor(LedgerKvConfig(mc, KvDtype::kF32, KvLayout::kPaged, kBs, n), 1);
+    ASSERT_TRUE(cost.ok()) << cost.status();
+    int64_t most = 0;
+    for (size_t g = 0; g < 2; ++g) {
+      peak[g] = std::max(peak[g], r.groups[g].blocks_used);
+      EXPECT_EQ(peak[g], want[g]) << "group " << g << " at " << n << " tokens";
+      most += peak[g];
+    }
+    // Bytes: up to the window a ledger of max_model_len n has one group, blocks of 6 layers.
+    EXPECT_EQ(static_cast<uint64_t>(most) * en.cache().block_bytes(),
+              static_cast<uint64_t>(cost->blocks_per_sequence) * cost->bytes_per_block)
+        << n << " tokens";
+    at[n] = {r.groups[0].blocks_used, r.groups[1].blocks_used};
+  });
+  GenerationRequest req;
+  req.prompt = {1};
+  req.params.temperature = 0;
+  req.params.ignore_eos = true;
+  req.params.max_tokens = kLen - 1;
+  ASSERT_TRUE(e.AddRequest(req).ok());
+  while (e.HasWork()) {
+    auto step = e.Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    const OccupancyReport r = e.KvReport();
+    if (r.seqs.empty()) break;
+    EXPECT_EQ(r.blocks_used, e.cache().layer_groups().BlocksHeld(r.seqs[0].tokens, kBs));
+  }
+  ASSERT_EQ(at.size(), static_cast<size_t>(kLen - 1)) << "a step at every length 1..335";
+  EXPECT_EQ(peak[0], e.ledger().kv_groups[0].blocks_per_sequence);
+  EXPECT_EQ(peak[1], e.ledger().kv_groups[1].blocks_per_sequence);
+  EXPECT_EQ(peak[0] + peak[1], e.ledger().blocks_per_sequence);
+  EXPECT_EQ(peak[0], 21);        // ceil(335 / 16)
+  EXPECT_EQ(peak[1], 5 * 3);     // WindowBlocksBound(32, 16, 1) a table
+  EXPECT_EQ(at[48][1], 5 * 2);   // the query at 47 reads 16..47: blocks 1 and 2
+  EXPECT_EQ(at[335][1], 5 * 3);  // the query at 334 reads 303..334: blocks 18 to 20
+  for (int64_t n : {int64_t{32}, int64_t{64}, int64_t{128}, int64_t{335}}) {
+    std::printf(
+        "tiny-gemma3: %lld tokens, full-attention table %lld blocks, window tables %lld "
+        "blocks (%llu bytes in all; %lld blocks with the windows ignored)\n",
+        static_cast<long long>(n), static_cast<long long>(at[n][0]),
+        static_cast<long long>(at[n][1]),
+        static_cast<unsigned long long>((at[n][0] + at[n][1]) * e.cache().block_bytes()),
+        static_cast<long long>(6 * ((n + kBs - 1) / kBs)));
   }
 }
 

@@ -137,5 +137,52 @@ TEST(WindowLedger, PlanShowsGemma3sWindowSaving) {
   EXPECT_EQ(j["blocks_per_sequence_full"], 12288);
 }
 
+// The pool split between the layer groups, as plan and the memory report print it: the same
+// gemma3-12b on a device with a 64 GiB budget, whose pool is the whole budget left (57827
+// blocks of 1 MiB): 22 sequences of 32768 hold 22 x 2048 blocks of full-attention layers and
+// 22 x 485 of window layers; the rest is no group's (one shared pool: any group takes it).
+TEST(WindowLedger, ThePoolSplitsBetweenTheGroupsAtThePlannedConcurrency) {
+  absl::StatusOr<PlanInput> in = PlanInputFromShape("gemma3-12b", "Q4_0");
+  ASSERT_TRUE(in.ok()) << in.status();
+  LedgerOptions o;
+  o.host = false;
+  o.reserve_bytes = kDefaultDeviceReserveBytes;
+  o.max_model_len = 32768;
+  o.budget_bytes = 64 * kGiB;
+  const MemoryLedger l = *ComputeLedger(*in, o);
+  ASSERT_EQ(l.kv_groups.size(), 2u);
+  EXPECT_EQ(l.kv_pool_blocks, 57827);
+  EXPECT_EQ(l.max_concurrency, 22);
+  const KvGroupLine& full = l.kv_groups[0];
+  const KvGroupLine& window = l.kv_groups[1];
+  EXPECT_EQ(full.window, 0);
+  EXPECT_EQ(full.layers, 8);
+  EXPECT_EQ(full.tables, 1);
+  EXPECT_EQ(full.blocks_per_sequence, 2048);
+  EXPECT_EQ(full.pool_blocks, 22 * 2048);
+  EXPECT_EQ(full.pool_bytes, 22ull * 2048 * l.kv_bytes_per_block);
+  EXPECT_EQ(window.window, 1024);
+  EXPECT_EQ(window.layers, 40);
+  EXPECT_EQ(window.tables, 5);
+  EXPECT_EQ(window.blocks_per_sequence, 5 * 97);
+  EXPECT_EQ(window.pool_blocks, 22 * 485);
+  EXPECT_EQ(l.kv_blocks_spare, 57827 - 22 * 2048 - 22 * 485);
+  EXPECT_EQ(full.pool_blocks + window.pool_blocks + l.kv_blocks_spare, l.kv_pool_blocks);
+  const std::string text = l.ToText();
+  EXPECT_NE(text.find("the pool by layer group at 22 sequences of max_model_len 32768"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("full attention: 8 layers, 1 table"), std::string::npos) << text;
+  EXPECT_NE(text.find("45056 blocks    44.00 GiB  (2048 a sequence)"), std::string::npos) << text;
+  EXPECT_NE(text.find("window 1024: 40 layers, 5 tables"), std::string::npos) << text;
+  EXPECT_NE(text.find("10670 blocks    10.42 GiB  (485 a sequence)"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse(l.ToJson());
+  ASSERT_EQ(j["kv_groups"].size(), 2u);
+  EXPECT_EQ(j["kv_groups"][1]["window"], 1024);
+  EXPECT_EQ(j["kv_groups"][1]["pool_blocks"], 22 * 485);
+  EXPECT_EQ(j["kv_groups"][0]["pool_bytes"], full.pool_bytes);
+  EXPECT_EQ(j["kv_blocks_spare"], l.kv_blocks_spare);
+}
+
 }  // namespace
 }  // namespace pinfer
