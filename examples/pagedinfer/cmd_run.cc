@@ -110,7 +110,7 @@ class KvTrace {
     return absl::StrCat(
         "KV blocks by layer group, the most at the peak of a step (before out-of-window blocks "
         "go):\n",
-        rows_, "  over the run:", std::string(11, ' '), Blocks(run_, e), "\n",
+        rows_, "  each group's most over the run: ", Blocks(run_, e), "\n",
         "  the ledger's rule for a sequence of ", tokens_,
         " tokens decoding a token a step: ", Blocks(KvSequenceGroupBlocks(kc, tokens_, 1), e), "\n",
         "  the ledger's count for a sequence of max_model_len ", c.max_model_len,
