@@ -11,67 +11,77 @@
 #include "engine/model/model_shapes.h"
 #include "examples/pagedinfer/args.h"
 #include "examples/pagedinfer/commands.h"
+#include "examples/pagedinfer/engine_flags.h"
+#include "kvcache/kv_cache.h"
 
 namespace pinfer::cli {
 namespace {
 
+// The engine's flags (EngineFlags::Register, as run, chat and serve take them; plan's own
+// defaults: --device cuda, --reserve by device) and plan's: --shape, --type, --memory, --json.
 struct PlanFlags {
-  std::string model, shape, type = "Q4_K_M", memory, kv = "f16", reserve, kv_cache_memory;
-  std::string device = "cuda";
+  EngineFlags engine;
+  std::string shape, type = "Q4_K_M", memory;
   LedgerOptions o;
   bool json = false;
 
   void Register(Args& args) {
-    args.Add("-m,--model", &model, "model: a GGUF file or a Hugging Face folder");
+    engine.device = "cuda";  // plan cannot see a GPU; it plans for one unless told cpu
+    engine.reserve = "";     // by --device: 1GiB on cuda, 64MiB on cpu
+    engine.Register(args);
     args.Add("--shape", &shape,
              "named shape instead of a file: " + absl::StrJoin(NamedShapeNames(), ", "));
     args.Add("--type", &type, "file type with --shape (Q4_0, Q4_K_M, Q8_0, F16, ...)");
     args.Add("--memory", &memory,
              "memory the engine may use in all (e.g. 16GiB); default on --device cpu: "
              "--memory-utilization of the memory available here, as the engine does");
-    args.Add("--memory-utilization", &o.memory_utilization,
-             "fraction of the available memory the engine may use (without --memory)");
-    args.Add("--kv-cache-memory", &kv_cache_memory,
-             "KV pool size (e.g. 4GiB) instead of --max-num-seqs sequences capped by the budget");
-    args.Add("--kv-dtype", &kv, "KV cache format: f32, f16, bf16, q8_0, q4_0, fp8");
-    args.Add("--block-size", &o.block_size, "tokens per KV block");
-    args.Add("-c,--max-model-len", &o.max_model_len,
-             "tokens per sequence (prompt + output); 0: the model's context length, <= 4096");
-    args.Add("-np,--max-num-seqs", &o.max_num_seqs,
-             "sequences running at once (serve's default; run and chat use 1)");
-    args.Add("-b,--max-num-batched-tokens", &o.max_num_batched_tokens, "tokens per forward step");
-    args.Add("-t,--threads", &o.threads, "CPU threads (0: all), for the CPU workspace");
-    args.Add("--device", &device,
-             "where the engine will run: cuda (default reserve 1GiB: context, cuBLAS, slack) or "
-             "cpu (the engine's CPU default, 64MiB)");
-    args.Add("--reserve", &reserve,
-             "runtime reserve (allocator slack, runtime buffers); default from --device");
     args.AddSwitch("--json", &json, "print JSON instead of a table");
   }
 
   // The ledger's options from the flags: the budget (--memory, or the host's available
-  // memory on --device cpu), the pool, the reserve and the KV format.
+  // memory on --device cpu), the pool, the reserve and the KV format and layout.
   absl::Status Resolve() {
-    if (model.empty() == shape.empty()) {
+    if (engine.model.empty() == shape.empty()) {
       return absl::InvalidArgumentError("give either -m FILE or --shape NAME (see --help)");
     }
-    if (device != "cuda" && device != "cpu") {
+    const std::string& device = engine.device;
+    if (device != "cuda" && device != "cpu" && device != "auto") {
       return absl::InvalidArgumentError("--device must be cuda or cpu, not '" + device + "'");
     }
-    o.host = device == "cpu";
-    if (reserve.empty()) reserve = o.host ? "64MiB" : "1GiB";
+    // auto and -ngl other than 0: a GPU, which plan cannot see (so it needs --memory).
+    o.host = device == "cpu" || engine.n_gpu_layers == 0;
+    const std::string reserve = !engine.reserve.empty() ? engine.reserve
+                                : o.host                ? "64MiB"
+                                                        : "1GiB";
     absl::StatusOr<uint64_t> reserve_bytes = ParseBytes(reserve);
     if (!reserve_bytes.ok()) return reserve_bytes.status();
     o.reserve_bytes = *reserve_bytes;
-    absl::StatusOr<KvDtype> kv_dtype = ParseKvDtype(kv);
+    absl::StatusOr<KvDtype> kv_dtype = ParseKvDtype(engine.kv_dtype);
     if (!kv_dtype.ok()) return kv_dtype.status();
     o.kv_dtype = *kv_dtype;
-    if (!kv_cache_memory.empty()) {
-      absl::StatusOr<uint64_t> pool = ParseBytes(kv_cache_memory);
+    absl::StatusOr<KvLayout> kv_layout = ParseKvLayout(engine.kv_layout);
+    if (!kv_layout.ok()) return kv_layout.status();
+    o.kv_layout = *kv_layout;
+    o.block_size = engine.block_size;
+    o.max_model_len = engine.max_model_len;
+    o.max_num_seqs = engine.max_num_seqs;
+    o.max_num_batched_tokens = engine.max_num_batched_tokens;
+    o.threads = engine.threads;
+    o.memory_utilization = engine.memory_utilization;
+    if (!engine.kv_cache_memory.empty()) {
+      absl::StatusOr<uint64_t> pool = ParseBytes(engine.kv_cache_memory);
       if (!pool.ok()) return pool.status();
       o.kv_cache_memory = *pool;
     }
     return ResolveMemory();
+  }
+
+  // The contiguous layout's block is a whole sequence: max_model_len slots, as the engine
+  // sizes it (max_model_len resolved from the model when not given).
+  void ResolveBlockSlots(const ModelConfig& c) {
+    const int len = o.max_model_len > 0 ? static_cast<int>(o.max_model_len)
+                                        : DefaultMaxModelLen(c.context_length);
+    o.block_size = KvBlockSlots(o.kv_layout, o.block_size, len);
   }
 
   absl::Status ResolveMemory() {
@@ -105,7 +115,9 @@ int PlanMain(int argc, char** argv) {
   Args args("plan",
             "pagedinfer plan (--shape NAME --type TYPE | -m FILE) [--memory BYTES] [options]\n"
             "Prints the memory ledger: weights, KV bytes per token, workspace, reserve, and the\n"
-            "KV pool. Exit status 1 when the configuration does not fit.",
+            "KV pool. Exit status 1 when the configuration does not fit. Takes the engine's\n"
+            "flags as run and serve do; --device is cuda (the default, also for auto: plan\n"
+            "cannot see a GPU, so give --memory; reserve 1GiB) or cpu (reserve 64MiB).",
             {"pagedinfer plan --shape llama2-7b --type Q4_0 --memory 16GiB --kv-dtype f16",
              "pagedinfer plan --shape mistral-7b --type Q4_K_M --memory 8GiB --max-model-len "
              "32768 --json",
@@ -113,9 +125,10 @@ int PlanMain(int argc, char** argv) {
   f.Register(args);
   if (int rc = ParseOrExit(args, argc, argv); rc >= 0) return rc;
   if (absl::Status s = f.Resolve(); !s.ok()) return Fail(s, 2);
-  absl::StatusOr<PlanInput> input =
-      f.model.empty() ? PlanInputFromShape(f.shape, f.type) : PlanInputFromModelFile(f.model);
+  absl::StatusOr<PlanInput> input = f.engine.model.empty() ? PlanInputFromShape(f.shape, f.type)
+                                                           : PlanInputFromModelFile(f.engine.model);
   if (!input.ok()) return Fail(input.status(), 2);
+  f.ResolveBlockSlots(input->config);
   absl::StatusOr<MemoryLedger> ledger = ComputeLedger(*input, f.o);
   if (!ledger.ok()) return Fail(ledger.status(), 2);
   std::string out = f.json ? ledger->ToJson() + "\n" : ledger->ToText();

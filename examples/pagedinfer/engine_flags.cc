@@ -26,8 +26,9 @@ void EngineFlags::Register(Args& a) {
         "tokens of growth kept free per running sequence when admitting (0: admit when the "
         "prompt fits, preempting later)");
   a.Add("--kv-cache-memory", &kv_cache_memory,
-        "KV pool size, e.g. 2GiB (default: --max-num-seqs sequences of --max-model-len, capped "
-        "by --memory-utilization)");
+        "KV pool size, e.g. 2GiB (default: cpu, --max-num-seqs sequences of --max-model-len "
+        "capped by --memory-utilization; cuda, all that --memory-utilization of free device "
+        "memory leaves, as vLLM)");
   a.Add("--memory-utilization", &memory_utilization,
         "fraction of available RAM (cpu, within any cgroup limit) or free device memory (cuda) "
         "the engine may use");

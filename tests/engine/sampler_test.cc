@@ -37,13 +37,16 @@ TEST(Sampler, RepetitionPenaltyChangesThePickButNotTheRow) {
 
 TEST(Sampler, SameSeedSameRowSameTokensAndTheRowIsUntouched) {
   // Every filter off but the penalty, so all 64 ids stay candidates.
-  const SamplingParams p{.temperature = 1.0f,
-                         .top_k = 0,
-                         .top_p = 1.0f,
-                         .min_p = 0,
-                         .repetition_penalty = 1.3f,
-                         .seed = 42,
-                         .stop = {}};
+  const SamplingParams p = [] {
+    SamplingParams q;
+    q.temperature = 1.0f;
+    q.top_k = 0;
+    q.top_p = 1.0f;
+    q.min_p = 0;
+    q.repetition_penalty = 1.3f;
+    q.seed = 42;
+    return q;
+  }();
   std::vector<float> row(64);
   for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>((i * 37) % 11) * 0.25f;
   const std::vector<float> before = row;

@@ -166,7 +166,9 @@ TEST_F(SamplingFieldsTest, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
     EXPECT_EQ(g.logprobs[i].top[0].token, Argmax(raw));
     for (size_t k = 0; k < 5; ++k) {
       EXPECT_NEAR(g.logprobs[i].top[k].logprob, lsm(g.logprobs[i].top[k].token), 1e-4);
-      if (k > 0) EXPECT_GE(g.logprobs[i].top[k - 1].logprob, g.logprobs[i].top[k].logprob);
+      if (k > 0) {
+        EXPECT_GE(g.logprobs[i].top[k - 1].logprob, g.logprobs[i].top[k].logprob);
+      }
     }
   }
   SamplingParams none = Greedy(4);

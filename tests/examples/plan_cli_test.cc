@@ -109,6 +109,24 @@ TEST(PlanCli, ReserveDefaultFollowsTheDevice) {
   EXPECT_NE(bad.out.find("--device"), std::string::npos);
 }
 
+// plan takes the engine's flags through the same registration as run and serve: their
+// aliases (-np / --parallel / --max-num-seqs, -c / --ctx-size) and --kv-layout.
+TEST(PlanCli, TakesTheEnginesFlags) {
+  SKIP_WITHOUT_BINARY();
+  const std::string base = "--shape tiny --type Q4_0 --memory 4GiB --device cpu";
+  const nlohmann::json np = PlanJson(base + " -np 3 -c 256");
+  EXPECT_EQ(np["max_num_seqs"], 3);
+  EXPECT_EQ(np["max_model_len"], 256);
+  const nlohmann::json parallel = PlanJson(base + " --parallel 3 --ctx-size 256");
+  EXPECT_EQ(parallel["max_num_seqs"], 3);
+  EXPECT_EQ(parallel["kv_pool_bytes"], np["kv_pool_bytes"]);
+  EXPECT_EQ(parallel["workspace_bytes"], np["workspace_bytes"]);
+  const nlohmann::json contiguous = PlanJson(base + " -np 3 -c 256 --kv-layout contiguous");
+  EXPECT_EQ(contiguous["kv_layout"], "contiguous");
+  EXPECT_EQ(contiguous["block_size"], 256);  // a block is a whole sequence
+  EXPECT_EQ(contiguous["kv_pool_blocks"], 3);
+}
+
 TEST(PlanCli, UsageErrors) {
   SKIP_WITHOUT_BINARY();
   Result no_memory = RunPlan("--shape tiny");
