@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "loaders/fp16.h"
 #include "loaders/quants_q8k.h"
 
 #if defined(__clang__)

@@ -17,10 +17,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "loaders/fp16.h"
 #include "loaders/quants_q8k.h"
 
 namespace pinfer::quants::q8k_avx2 {
+
+// An fp16 scale as float with F16C (exact, as fp16.h's portable Fp16ToFp32, which this code must
+// not call: fp16.h is baseline code, and its conversion is a software loop).
+inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
 constexpr int64_t kActBlock = sizeof(BlockQ8_K);
 constexpr int kQsOffset = offsetof(BlockQ8_K, qs), kBsumsOffset = offsetof(BlockQ8_K, bsums);
@@ -86,7 +89,7 @@ struct RegQ4K {
   KScales s;
   float d, dmin;
   explicit RegQ4K(const BlockQ4_K& blk)
-      : b(blk), s(blk.scales), d(Fp16ToFp32(blk.d)), dmin(Fp16ToFp32(blk.dmin)) {}
+      : b(blk), s(blk.scales), d(HalfToFloat(blk.d)), dmin(HalfToFloat(blk.dmin)) {}
   // Chunk k / 2 of qs: low nibbles are sub-block k for even k, high nibbles for odd k.
   __m256i Q(int k) const {
     __m256i raw = Load(b.qs + 32 * (k >> 1));
@@ -103,7 +106,7 @@ struct RegQ5K {
   __m256i h;  // bit k of byte l: the fifth bit of value l of sub-block k
   float d, dmin;
   explicit RegQ5K(const BlockQ5_K& blk)
-      : b(blk), s(blk.scales), h(Load(blk.qh)), d(Fp16ToFp32(blk.d)), dmin(Fp16ToFp32(blk.dmin)) {}
+      : b(blk), s(blk.scales), h(Load(blk.qh)), d(HalfToFloat(blk.d)), dmin(HalfToFloat(blk.dmin)) {}
   __m256i Q(int k) const {
     __m256i raw = Load(b.qs + 32 * (k >> 1));
     if (k & 1) raw = _mm256_srli_epi16(raw, 4);
@@ -125,7 +128,7 @@ struct RegQ6K {
         sc(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)))),
         lo(_mm256_permute2x128_si256(sc, sc, 0x00)),
         hi(_mm256_permute2x128_si256(sc, sc, 0x11)),
-        d(Fp16ToFp32(blk.d)) {}
+        d(HalfToFloat(blk.d)) {}
   // Half k / 4 (64 ql bytes, 32 qh bytes), quarter j = k % 4: low nibbles of ql bytes 0..31
   // (j = 0) or 32..63 (j = 1), high nibbles (j = 2, 3), with qh bits 2j and 2j+1 on top.
   __m256i Q(int k) const {

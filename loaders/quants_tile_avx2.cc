@@ -23,7 +23,6 @@
 #include <cstring>
 #include <utility>
 
-#include "loaders/fp16.h"
 #include "loaders/quants_q8k.h"
 #include "loaders/quants_tile.h"
 
