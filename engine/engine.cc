@@ -29,6 +29,24 @@ std::string WeightsNote(const WeightResidency& w) {
 
 }  // namespace
 
+// With sliding windows, the kv cache line's note: the blocks each layer group uses now
+// against the ledger's split of the pool at max_concurrency sequences of max_model_len.
+std::string Engine::KvGroupsNote(const OccupancyReport& kv) const {
+  const std::vector<KvGroupLine>& planned = ledger_.kv_groups;
+  if (ledger_.kv_layer_groups.empty() || kv.groups.size() != planned.size()) return "";
+  std::string note =
+      absl::StrCat("blocks in use by layer group (the ledger's split at ", ledger_.max_concurrency,
+                   ledger_.max_concurrency == 1 ? " sequence): " : " sequences): ");
+  for (size_t g = 0; g < planned.size(); ++g) {
+    absl::StrAppend(&note, g ? ", " : "",
+                    planned[g].window > 0 ? absl::StrCat("window ", planned[g].window)
+                                          : std::string("full attention"),
+                    " ", kv.groups[g].blocks_used, " (", planned[g].pool_blocks, ")");
+  }
+  absl::StrAppend(&note, ", spare (", ledger_.kv_blocks_spare, ")");
+  return note;
+}
+
 StageRecord Engine::Stage(std::string_view name) const {
   const OccupancyReport kv = cache_->Report();
   const WeightResidency w = backend_->Weights();
@@ -42,7 +60,8 @@ StageRecord Engine::Stage(std::string_view name) const {
   r.stage = std::string(name);
   r.lines = {
       {std::string(kLineWeights), ledger_.weights_bytes, weights, weights, WeightsNote(w)},
-      {std::string(kLineKvCache), ledger_.kv_pool_bytes, kv.bytes_reserved, kv_used, ""},
+      {std::string(kLineKvCache), ledger_.kv_pool_bytes, kv.bytes_reserved, kv_used,
+       KvGroupsNote(kv)},
       {std::string(kLineWorkspace), ledger_.workspace_bytes, workspace, workspace, ""},
       {std::string(kLineReserve), ledger_.reserve_bytes, 0, 0, "an allowance"},
   };

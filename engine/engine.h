@@ -169,6 +169,7 @@ class Engine {
   SequenceOutput OutputFor(const Sequence& seq) const;
   // The ledger's lines now (predicted, allocated, used), resident memory and the difference.
   StageRecord Stage(std::string_view name) const;
+  std::string KvGroupsNote(const OccupancyReport& kv) const;
   void RecordStages(const std::vector<ScheduledChunk>& chunks);
   ForwardBatch BuildBatch(const std::vector<ScheduledChunk>& chunks, std::vector<int>* rows);
   // Engine::Create's steps after the ledger (engine_start.cc).

@@ -155,6 +155,14 @@ TEST(WindowOccupancy, Gemma3PeakBlocksPerGroupAreTheLedgersAtEveryLength) {
     EXPECT_EQ(r.blocks_used, e.cache().layer_groups().BlocksHeld(r.seqs[0].tokens, kBs));
   }
   ASSERT_EQ(at.size(), static_cast<size_t>(kLen - 1)) << "a step at every length 1..335";
+  // The memory report's kv cache line names each group's blocks beside the ledger's split of
+  // the 4 MiB pool (256 blocks) at 7 sequences of 36 blocks: 7 x 21 full, 7 x 15 window, 4
+  // spare. Its last stage (peak concurrency) came at the first step: 1 token.
+  const MemoryReport report = e.memory_report();
+  ASSERT_FALSE(report.stages().empty());
+  EXPECT_EQ(report.stages().back().lines[1].note,
+            "blocks in use by layer group (the ledger's split at 7 sequences): full attention 1 "
+            "(147), window 32 5 (105), spare (4)");
   EXPECT_EQ(peak[0], e.ledger().kv_groups[0].blocks_per_sequence);
   EXPECT_EQ(peak[1], e.ledger().kv_groups[1].blocks_per_sequence);
   EXPECT_EQ(peak[0] + peak[1], e.ledger().blocks_per_sequence);
