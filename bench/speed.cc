@@ -12,6 +12,7 @@
 #include "bench/workload.h"
 #include "engine/cpu/thread_pool.h"
 #include "loaders/absl_compat.h"
+#include "loaders/kernel_set.h"
 
 namespace pinfer {
 namespace {
@@ -165,8 +166,8 @@ EngineConfig BenchEngineConfig(const SpeedOptions& o, const ModelSummary& m) {
   c.max_num_batched_tokens = std::max({o.n_prompt, o.n_depth > 0 ? 512 : 0, 1});
   c.max_model_len = (o.n_depth + std::max(o.n_prompt, o.n_gen) + 1 + 15) / 16 * 16;
   // With a depth, room for the cached depth beside the blocks of earlier repetitions.
-  c.kv_cache_memory = m.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len) *
-                      (o.n_depth > 0 ? 2 : 1);
+  c.kv_cache_memory =
+      m.kv_bytes_per_token * static_cast<uint64_t>(c.max_model_len) * (o.n_depth > 0 ? 2 : 1);
   return c;
 }
 
@@ -207,9 +208,10 @@ absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions
   }
   if (o.repetitions < 1) return absl::InvalidArgumentError("-r must be at least 1");
   if (o.n_depth < 0 || o.n_depth % 16 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "-d ", o.n_depth, " is not a multiple of the KV block size 16: the depth is served "
-        "from the prefix cache in whole blocks (use 0, 512, 1024, 4096, ...)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("-d ", o.n_depth,
+                     " is not a multiple of the KV block size 16: the depth is served "
+                     "from the prefix cache in whole blocks (use 0, 512, 1024, 4096, ...)"));
   }
   SpeedResult res;
   res.model = SummarizeModel(model, o.engine.kv_dtype);
@@ -225,6 +227,7 @@ absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions
   auto engine = Engine::Create(model, c, std::move(backend), /*quiet=*/true);
   if (!engine.ok()) return engine.status();
   if ((*engine)->backend().name() != "cpu") res.backend = "CUDA";  // llama-bench's column
+  res.cpu_kernels = KernelSetName(ActiveKernelSet());
   res.threads = c.threads > 0 ? c.threads : static_cast<int>(std::thread::hardware_concurrency());
   for (const bool gen : {false, true}) {
     if ((gen ? o.n_gen : o.n_prompt) == 0) continue;

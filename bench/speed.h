@@ -24,7 +24,7 @@ struct SpeedOptions {
   int n_prompt = 512;  // 0: no pp test
   int n_gen = 128;     // 0: no tg test
   int repetitions = 5;
-  int n_depth = 0;  // context depth: a multiple of the KV block size (16)
+  int n_depth = 0;      // context depth: a multiple of the KV block size (16)
   EngineConfig engine;  // kv_dtype, kv_layout, threads (pool sizes are set from the tests)
   // The backend for the engine's config; empty: the CPU backend. SpeedResult::backend names
   // it (the backend's own name).
@@ -56,8 +56,9 @@ struct SpeedResult {
   std::string backend = "CPU";
   int threads = 0;
   std::string kv_dtype, kv_layout;
-  double copy_gbps = 0;  // memcpy: (bytes read + bytes written) per second
-  double read_gbps = 0;  // threads summing a buffer far larger than the caches
+  std::string cpu_kernels;  // the CPU kernel set (loaders/kernel_set.h): scalar, avx2, neon
+  double copy_gbps = 0;     // memcpy: (bytes read + bytes written) per second
+  double read_gbps = 0;     // threads summing a buffer far larger than the caches
   std::vector<SpeedTest> tests;
 };
 

@@ -36,6 +36,8 @@ std::string SpeedMarkdown(const SpeedResult& r) {
                         "\nKV cache: %s, %s. Read bandwidth (%d threads summing 512 MiB): %.1f "
                         "GB/s; memcpy bandwidth (read + write): %.1f GB/s\n",
                         r.kv_dtype, r.kv_layout, r.threads, r.read_gbps, r.copy_gbps);
+  absl::StrAppendFormat(
+      &out, "CPU kernels: %s (PAGEDINFER_KERNELS=scalar|avx2|neon forces a set)\n", r.cpu_kernels);
   for (const SpeedTest& t : r.tests) {
     if (t.n_gen == 0) continue;
     absl::StrAppendFormat(
@@ -71,6 +73,7 @@ std::string SpeedJson(const SpeedResult& r) {
     j["achieved_gbps"] = t.achieved_gbps;
     j["copy_gbps"] = r.copy_gbps;
     j["read_gbps"] = r.read_gbps;
+    j["cpu_kernels"] = r.cpu_kernels;
     arr.push_back(j);
   }
   return arr.dump(2) + "\n";

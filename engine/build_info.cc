@@ -1,29 +1,24 @@
 #include "engine/build_info.h"
 
 #include "absl/strings/str_cat.h"
+#include "loaders/kernel_set.h"
 
 namespace pinfer {
 
 std::string BuildInfo() {
-  std::string simd = PAGEDINFER_SIMD_LEVEL;
-#if defined(__AVX512F__)
-  absl::StrAppend(&simd, " avx512f");
-#endif
-#if defined(__AVX2__)
-  absl::StrAppend(&simd, " avx2");
-#endif
-#if defined(__FMA__)
-  absl::StrAppend(&simd, " fma");
-#endif
-#if defined(__F16C__)
-  absl::StrAppend(&simd, " f16c");
-#endif
+  // The CPU kernel set this process runs (chosen at run time), and the sets the CPU could run.
+  std::string cpu = absl::StrCat("kernels ", KernelSetName(ActiveKernelSet()), " of");
+  for (KernelSet s : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+    if (KernelSetRuns(s)) absl::StrAppend(&cpu, " ", KernelSetName(s));
+  }
+  const std::string march = PAGEDINFER_SIMD_LEVEL;
+  if (!march.empty()) absl::StrAppend(&cpu, "; built with -march=", march);
 #if defined(PAGEDINFER_WITH_CUDA)
   const char* cuda = "cuda: built";
 #else
   const char* cuda = "cuda: not built";
 #endif
-  return absl::StrCat(PAGEDINFER_VERSION, " (cpu: ", simd, "; ", cuda, ")");
+  return absl::StrCat(PAGEDINFER_VERSION, " (cpu: ", cpu, "; ", cuda, ")");
 }
 
 }  // namespace pinfer

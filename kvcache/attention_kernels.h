@@ -12,6 +12,7 @@
 
 #include "kvcache/attention.h"
 #include "kvcache/kv_dtype.h"
+#include "loaders/kernel_set.h"
 
 namespace pinfer::attention {
 
@@ -46,14 +47,14 @@ struct AttentionKernels {
 const AttentionKernels& ScalarAttentionKernels();
 // AVX2 + FMA + F16C; nullptr in a build for another architecture.
 const AttentionKernels* Avx2AttentionKernels();
-// Whether this CPU (and OS) runs AVX2, FMA and F16C code: false on other architectures.
-bool CpuRunsAvx2Fma16c();
 // NEON (AArch64); nullptr in a build for another architecture.
 const AttentionKernels* NeonAttentionKernels();
 
 // The sets this build has that this CPU can run, the best first (scalar always last).
 int AvailableAttentionKernels(const AttentionKernels** sets, int max_sets);
-// The set attention uses: the best this CPU runs.
+// The attention kernels of kernel set s (scalar where this build has no such set).
+const AttentionKernels& AttentionKernelsFor(KernelSet s);
+// The set attention uses: the process's kernel set (ActiveKernelSet(), loaders/kernel_set.h).
 const AttentionKernels& ActiveAttentionKernels();
 
 // AttendOne computed by the kernel set k (tests compare the sets through it).

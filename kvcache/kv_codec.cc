@@ -2,16 +2,13 @@
 // shared with GGUF (f32, f16, bf16, q8_0, q4_0) are encoded by the loaders' reference
 // quantizers (QuantizeRow: llama.cpp's scale choices); fp8 is e4m3 with a float32 per-row
 // scale in front of the row (see kv_dtype.h).
+#include "kvcache/kv_codec.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
-
-#include "kvcache/kv_codec.h"
 #include "loaders/fp16.h"
 #include "loaders/quants.h"
 
@@ -117,14 +114,8 @@ void DecodeQ4_0(const uint8_t* row, int64_t begin, int64_t count, float* dst) {
 }
 
 void DecodeF16(const uint8_t* src, int64_t count, float* dst) {
-  int64_t i = 0;
-#if defined(__F16C__) && defined(__AVX__)
-  for (; i + 8 <= count; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-#endif
-  for (; i < count; ++i) {
+  // Plain C++ (the vector attention kernels decode f16 in registers themselves).
+  for (int64_t i = 0; i < count; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
     dst[i] = Fp16ToFp32(h);

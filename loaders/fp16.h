@@ -1,19 +1,15 @@
-// IEEE half and bfloat16 conversions (round to nearest even), usable on any CPU.
+// IEEE half and bfloat16 conversions (round to nearest even), usable on any CPU. Plain C++
+// whatever the build flags: these inline functions are compiled into files built for different
+// instruction sets, and the linker keeps one copy of each, so they must never use F16C (the
+// AVX2 kernels convert with their own intrinsics, see loaders/kernel_set.h).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-
 namespace pinfer {
 
 inline float Fp16ToFp32(uint16_t h) {
-#if defined(__F16C__)
-  return _cvtsh_ss(h);
-#else
   const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t man = h & 0x3ff;
@@ -37,20 +33,16 @@ inline float Fp16ToFp32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-#endif
 }
 
 inline uint16_t Fp32ToFp16(float f) {
-#if defined(__F16C__)
-  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
-#else
   uint32_t x;
   std::memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000;
   const uint32_t abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) return (uint16_t)(sign | 0x7e00);       // NaN
-  if (abs >= 0x477ff000) return (uint16_t)(sign | 0x7c00);      // overflow -> inf
-  if (abs < 0x38800000) {                                       // subnormal or zero
+  if (abs > 0x7f800000) return (uint16_t)(sign | 0x7e00);   // NaN
+  if (abs >= 0x477ff000) return (uint16_t)(sign | 0x7c00);  // overflow -> inf
+  if (abs < 0x38800000) {                                   // subnormal or zero
     if (abs < 0x33000000) return (uint16_t)sign;
     const uint32_t e = abs >> 23;
     const uint32_t m = (abs & 0x7fffff) | 0x800000;
@@ -65,7 +57,6 @@ inline uint16_t Fp32ToFp16(float f) {
   r >>= 13;
   if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) ++r;
   return (uint16_t)(sign | r);
-#endif
 }
 
 inline float Bf16ToFp32(uint16_t h) {
@@ -79,7 +70,7 @@ inline uint16_t Fp32ToBf16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7fff + ((x >> 16) & 1);                                            // nearest even
+  x += 0x7fff + ((x >> 16) & 1);                                           // nearest even
   return (uint16_t)(x >> 16);
 }
 

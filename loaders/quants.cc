@@ -23,8 +23,12 @@ Block* AsMut(void* p) {
 }  // namespace
 
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n) {
+  if (quants::ActiveFloatKernels().dequantize_fast(t, src, dst, n)) return;
+  quants::DequantizeRowScalar(t, src, dst, n);
+}
+
+void quants::DequantizeRowScalar(GgmlType t, const void* src, float* dst, int64_t n) {
   using namespace quants;
-  if (DequantizeFast(t, src, dst, n)) return;
   switch (t) {
     case GgmlType::kF32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
@@ -99,16 +103,16 @@ void QuantizeRow(GgmlType t, const float* src, void* dst, int64_t n) {
 }
 
 float DotRow(GgmlType t, const void* row, const float* x, int64_t n) {
-  using namespace quants;
+  const quants::FloatKernels& k = quants::ActiveFloatKernels();
   switch (t) {
     case GgmlType::kF32:
-      return DotF32(static_cast<const float*>(row), x, n);
+      return k.dot_f32(static_cast<const float*>(row), x, n);
     case GgmlType::kF16:
-      return DotF16(static_cast<const uint16_t*>(row), x, n);
+      return k.dot_f16(static_cast<const uint16_t*>(row), x, n);
     case GgmlType::kBF16:
-      return DotBF16(static_cast<const uint16_t*>(row), x, n);
+      return k.dot_bf16(static_cast<const uint16_t*>(row), x, n);
     default:  // block formats; an unsupported storage type is documented to give 0
-      return DotBlocks(t, row, x, n);
+      return k.dot_blocks(t, row, x, n);
   }
 }
 

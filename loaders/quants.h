@@ -8,11 +8,15 @@
 // QuantizeRow writes nothing and DotRow returns 0 (no crash on a file's unexpected type).
 // Unaligned pointers are fine.
 //
-// Exact numerics: DotRow(t, row, x, n) == DotF32(DequantizeRow(t, row), x, n) bit for bit, for
-// every type and n, on every build; DotF32Tile reproduces DotF32 bit for bit too. So a matrix
-// product may decode a weight row once and reuse it across many vectors (the batched MatMul)
-// and still give every vector what DotRow gives it alone. DotF32 is within 1e-5 * sum_i
-// |w_i x_i| of the exact dot (measured: a few 1e-8 for 4096 values).
+// The kernels run with the process's kernel set (loaders/kernel_set.h: avx2 or scalar, chosen
+// at run time; the neon set runs the scalar kernels here). Exact numerics, within each set:
+// DotRow(t, row, x, n) == DotF32(DequantizeRow(t, row), x, n) bit for bit, for every type and
+// n; DotF32Tile reproduces DotF32 bit for bit too. So a matrix product may decode a weight row
+// once and reuse it across many vectors (the batched MatMul) and still give every vector what
+// DotRow gives it alone. DequantizeRow gives the same floats in every set (up to the sign of a
+// zero Q4_0 weight); DotF32's order of additions is the set's (below), so results of different
+// sets agree within rounding only. DotF32 is within 1e-5 * sum_i |w_i x_i| of the exact dot
+// (measured: a few 1e-8 for 4096 values).
 #pragma once
 
 #include <cstddef>
@@ -87,7 +91,7 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block is 210 bytes");
 
-// src: one row of type t holding n values -> dst[n] floats. The AVX2 and the scalar kernels give
+// src: one row of type t holding n values -> dst[n] floats. The avx2 and the scalar sets give
 // the same floats (d * q is exact in float for every format; a min or offset is subtracted with
 // one rounding), except that a zero Q4_0 weight may be +0 in one and -0 in the other.
 void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
@@ -97,21 +101,21 @@ void DequantizeRow(GgmlType t, const void* src, float* dst, int64_t n);
 void QuantizeRow(GgmlType t, const float* src, void* dst, int64_t n);
 
 // sum_i dequant(row)[i] * x[i] for one row of type t with n values, as exactly
-// DotF32(DequantizeRow(t, row), x, n); with AVX2 the row is decoded in registers and never
-// stored.
+// DotF32(DequantizeRow(t, row), x, n); in the avx2 set the row is decoded in registers and
+// never stored.
 float DotRow(GgmlType t, const void* row, const float* x, int64_t n);
 
-// Float dot product of n values, which fixes the rounding of every DotRow. With AVX2 + FMA
-// (x86-64-v3): four 8-lane accumulators; accumulator k takes values 32g+8k..32g+8k+7 of every
+// Float dot product of n values, which fixes the rounding of every DotRow. The avx2 set: four
+// 8-lane accumulators; accumulator k takes values 32g+8k..32g+8k+7 of every
 // whole 32-value group g by fused multiply-add, in order; accumulator 0 then takes the whole
 // 8-value pieces after the last group; the sum is ((s0 + s1) + (s2 + s3)) reduced across lanes
 // (quants_simd.h HorizontalSum), then the last n % 8 products are added one by one with fused
-// multiply-adds. Without AVX2: one running sum of the n products, in order.
+// multiply-adds. The scalar set: one running sum of the n products, in order.
 float DotF32(const float* a, const float* b, int64_t n);
 
 // Batched dot products for matrix products. The dot layout of an n-value vector holds its
 // values in the order DotF32 consumes them: accumulator 0's pieces, then accumulator 1's, 2's
-// and 3's, then the n % 8 single values (the identity without AVX2). dst holds n floats.
+// and 3's, then the n % 8 single values (the identity in the scalar set). dst holds n floats.
 void ToDotLayout(const float* src, float* dst, int64_t n);
 
 // The dot layout of DequantizeRow(t, row), without the intermediate row.

@@ -1,6 +1,7 @@
 // AVX2 decoders of the quantized block formats into floats, shared by the fast dequantizers,
 // the fused dot products and the batched matmul's row decoding (internal to loaders/; include
-// only where __AVX2__, __FMA__ and __F16C__ are defined).
+// only as quants_simd.h says: in the avx2 set's files, after their target pragma; everything
+// here is in an anonymous namespace, one copy per file).
 //
 // Each decoder walks a row of nb blocks and calls group(v0, v1, v2, v3) once per 32 consecutive
 // values, in row order, where v_k holds values 8k..8k+7 of the group, each computed as
@@ -18,6 +19,7 @@
 #include "loaders/quants_simd.h"
 
 namespace pinfer::quants::simd {
+namespace {
 
 // The 32 signed byte codes q as four groups of 8 floats, d_lo * q - o for bytes 0..15 and
 // d_hi * q - o for bytes 16..31.
@@ -58,7 +60,7 @@ inline void Nibbles32(const uint8_t* qs, __m256i (&q)[4]) {
   q[3] = _mm256_srli_epi32(b, 4);
 }
 
-inline __m256 Fp16Splat(uint16_t h) { return _mm256_set1_ps(Fp16ToFp32(h)); }
+inline __m256 Fp16Splat(uint16_t h) { return _mm256_set1_ps(HalfToFloat(h)); }
 
 template <typename Group>
 void DecodeQ8_0(const BlockQ8_0* b, int64_t nb, Group& group) {
@@ -92,7 +94,7 @@ void DecodeQ4_1(const BlockQ4_1* b, int64_t nb, Group& group) {
   for (int64_t i = 0; i < nb; ++i) {
     __m256i q[4];
     Nibbles32(b[i].qs, q);
-    Group32(q, Fp16Splat(b[i].d), _mm256_set1_ps(-Fp16ToFp32(b[i].m)), group);
+    Group32(q, Fp16Splat(b[i].d), _mm256_set1_ps(-HalfToFloat(b[i].m)), group);
   }
 }
 
@@ -112,7 +114,7 @@ void DecodeQ5_1(const BlockQ5_1* b, int64_t nb, Group& group) {
   for (int64_t i = 0; i < nb; ++i) {
     const __m256 d = Fp16Splat(b[i].d);
     const __m256i q = _mm256_or_si256(Nibbles16(b[i].qs), FifthBits(b[i].qh));
-    Group32(q, d, d, _mm256_set1_ps(-Fp16ToFp32(b[i].m)), group);
+    Group32(q, d, d, _mm256_set1_ps(-HalfToFloat(b[i].m)), group);
   }
 }
 
@@ -120,7 +122,7 @@ void DecodeQ5_1(const BlockQ5_1* b, int64_t nb, Group& group) {
 template <typename Block, bool kHighBit, typename Group>
 void DecodeQK(const Block* b, int64_t nb, Group& group) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = Fp16ToFp32(b[i].d), dmin = Fp16ToFp32(b[i].dmin);
+    const float d = HalfToFloat(b[i].d), dmin = HalfToFloat(b[i].dmin);
     [[maybe_unused]] __m256i hbits;
     const __m256i* hp = nullptr;
     if constexpr (kHighBit) {
@@ -144,7 +146,7 @@ void DecodeQK(const Block* b, int64_t nb, Group& group) {
 template <typename Group>
 void DecodeQ6_K(const BlockQ6_K* b, int64_t nb, Group& group) {
   for (int64_t i = 0; i < nb; ++i) {
-    const float d = Fp16ToFp32(b[i].d);
+    const float d = HalfToFloat(b[i].d);
     for (int h = 0; h < 2; ++h) {
       __m256i q[4];
       UnpackQ6KHalf(b[i], h, q);
@@ -190,4 +192,5 @@ bool DecodeBlocks(GgmlType t, const void* row, int64_t n, Group& group) {
   }
 }
 
+}  // namespace
 }  // namespace pinfer::quants::simd

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 
 namespace pinfer::quants {
@@ -33,10 +34,6 @@ void DequantQ4_K(const BlockQ4_K* b, float* y, int64_t nb);
 void DequantQ5_K(const BlockQ5_K* b, float* y, int64_t nb);
 void DequantQ6_K(const BlockQ6_K* b, float* y, int64_t nb);
 
-// Vectorized dequantization of a row of type t with the same floats as the scalar kernels;
-// false (nothing written) where this build has no fast path for t.
-bool DequantizeFast(GgmlType t, const void* src, float* dst, int64_t n);
-
 // Reference round-to-nearest quantization of nb blocks.
 void QuantQ4_0(const float* x, BlockQ4_0* b, int64_t nb);
 void QuantQ4_1(const float* x, BlockQ4_1* b, int64_t nb);
@@ -47,10 +44,54 @@ void QuantQ4_K(const float* x, BlockQ4_K* b, int64_t nb);
 void QuantQ5_K(const float* x, BlockQ5_K* b, int64_t nb);
 void QuantQ6_K(const float* x, BlockQ6_K* b, int64_t nb);
 
-// DotRow of the formats other than F32 (whose DotRow is DotF32): DotF32 of the dequantized
-// row, bit for bit. DotBlocks takes the quantized block formats and returns 0 for the others.
+// The float kernels of one kernel set (loaders/kernel_set.h); quants.cc and the batch entry
+// points dispatch through the active set's table. Each entry's contract is that of the
+// quants.h function it implements, within the set.
+struct FloatKernels {
+  // Vectorized dequantization of a row of type t with the same floats as the scalar kernels;
+  // false (nothing written) where the set has no fast path for t (the scalar set: never).
+  bool (*dequantize_fast)(GgmlType t, const void* src, float* dst, int64_t n);
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  // DotRow of the formats other than F32 (whose DotRow is DotF32): DotF32 of the dequantized
+  // row, bit for bit. dot_blocks takes the quantized block formats and returns 0 for the others.
+  float (*dot_f16)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_bf16)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_blocks)(GgmlType t, const void* row, const float* x, int64_t n);
+  void (*to_dot_layout)(const float* src, float* dst, int64_t n);
+  void (*dequantize_row_dot_layout)(GgmlType t, const void* row, float* dst, int64_t n);
+  void (*dot_f32_tile)(const float* a, int64_t a_stride, int na, const float* b, int64_t b_stride,
+                       int nb, int64_t n, float* out, int64_t out_stride);
+};
+
+// Plain C++ (quants_dot.cc, quants_dot_batch.cc).
+const FloatKernels& ScalarFloatKernels();
+// AVX2 + FMA + F16C (quants_*_avx2.cc); nullptr in a build for another architecture.
+const FloatKernels* Avx2FloatKernels();
+// The set's table (the scalar table for a set without float kernels of its own: neon).
+const FloatKernels& FloatKernelsFor(KernelSet s);
+// FloatKernelsFor(ActiveKernelSet()).
+const FloatKernels& ActiveFloatKernels();
+
+// Scalar dequantization of a row, whatever the set (the scalar set's DequantizeRow).
+void DequantizeRowScalar(GgmlType t, const void* src, float* dst, int64_t n);
+
+// The two tables' entries (quants_dot*.cc: scalar; quants_*_avx2.cc: avx2).
+namespace scalar {
+float DotF32(const float* a, const float* b, int64_t n);
 float DotF16(const uint16_t* w, const float* x, int64_t n);
 float DotBF16(const uint16_t* w, const float* x, int64_t n);
 float DotBlocks(GgmlType t, const void* row, const float* x, int64_t n);
+void ToDotLayout(const float* src, float* dst, int64_t n);
+void DequantizeRowDotLayout(GgmlType t, const void* row, float* dst, int64_t n);
+void DotF32Tile(const float* a, int64_t a_stride, int na, const float* b, int64_t b_stride, int nb,
+                int64_t n, float* out, int64_t out_stride);
+}  // namespace scalar
+namespace avx2 {  // defined for x86-64 builds only
+bool DequantizeFast(GgmlType t, const void* src, float* dst, int64_t n);
+void ToDotLayout(const float* src, float* dst, int64_t n);
+void DequantizeRowDotLayout(GgmlType t, const void* row, float* dst, int64_t n);
+void DotF32Tile(const float* a, int64_t a_stride, int na, const float* b, int64_t b_stride, int nb,
+                int64_t n, float* out, int64_t out_stride);
+}  // namespace avx2
 
 }  // namespace pinfer::quants

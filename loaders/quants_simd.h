@@ -1,5 +1,8 @@
-// AVX2 building blocks of the block decoders and the dot products
-// (internal to loaders/; include only where __AVX2__, __FMA__ and __F16C__ are defined).
+// AVX2 building blocks of the block decoders and the dot products (internal to loaders/;
+// include only in the avx2 set's files, after their `#pragma GCC target("avx2,fma,f16c")` and
+// after this file's own includes, which must be compiled for the build's baseline). Everything
+// here is in an anonymous namespace: each file gets its own copies, so the linker can never
+// hand an AVX2 copy of an inline function to code that runs on a CPU without AVX2.
 #pragma once
 
 #include <immintrin.h>
@@ -10,12 +13,21 @@
 #include "loaders/quants_internal.h"
 
 namespace pinfer::quants::simd {
+namespace {
+
+// IEEE half to float with F16C (the same value as Fp16ToFp32: the conversion is exact).
+inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
 inline float HorizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// a * b + c with one rounding (std::fma's value, as one instruction).
+inline float FmaScalar(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
 }
 
 // Signed bytes 0..7 and 8..15 of v as two vectors of 8 floats.
@@ -86,4 +98,5 @@ inline void UnpackQ6KHalf(const BlockQ6_K& b, int h, __m256i q[4]) {
   for (int k = 0; k < 4; ++k) q[k] = _mm256_sub_epi8(q[k], bias);
 }
 
+}  // namespace
 }  // namespace pinfer::quants::simd

@@ -5,6 +5,7 @@
 
 #include "engine/build_info.h"
 #include "examples/pagedinfer/commands.h"
+#include "loaders/kernel_set.h"
 
 namespace {
 
@@ -25,6 +26,12 @@ int main(int argc, char** argv) {
       !std::strcmp(argv[1], "-h")) {
     PrintUsage(stdout);
     return argc < 2 ? 2 : 0;
+  }
+  // PAGEDINFER_KERNELS (loaders/kernel_set.h): a set this CPU cannot run, or no set at all,
+  // ends the run here with the reason.
+  if (absl::StatusOr<pinfer::KernelSet> k = pinfer::KernelSetFromEnvironment(); !k.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(k.status().message()).c_str());
+    return 2;
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
     std::printf("pagedinfer %s\n", pinfer::BuildInfo().c_str());

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "loaders/fp16.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 #include "loaders/quants_internal.h"
 
@@ -243,6 +244,51 @@ TEST(QuantsKernels, DotF32TileIsDotRowBitForBit) {
             ASSERT_EQ(out[j * (na + 1) + na], 0.0f) << "wrote past the row count";
           }
         }
+      }
+    }
+  }
+}
+
+// The tests above check the process's kernel set (PAGEDINFER_KERNELS picks it; CTest runs this
+// binary once more with the scalar set forced). This one checks every set this CPU runs, side
+// by side: each set dequantizes to the scalar floats, and within each set DotRow is DotF32 of
+// the dequantized row and DotF32Tile is DotRow, bit for bit.
+TEST(QuantsKernels, EverySetKeepsTheExactContracts) {
+  using namespace quants;
+  EXPECT_EQ(&ActiveFloatKernels(), &FloatKernelsFor(ActiveKernelSet()));
+  for (KernelSet set : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+    if (!KernelSetRuns(set)) continue;
+    const FloatKernels& k = FloatKernelsFor(set);
+    for (GgmlType t : kExactTypes) {
+      for (int64_t n : Lengths(t)) {
+        const std::vector<uint8_t> row = RandomRow(t, n, 5 + static_cast<uint32_t>(n));
+        const std::vector<float> x = Gaussian(n, 17);
+        std::vector<float> deq(n), fast(n);
+        DequantizeRowScalar(t, row.data(), deq.data(), n);
+        if (k.dequantize_fast(t, row.data(), fast.data(), n)) {
+          for (int64_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(fast[i] == deq[i]) << KernelSetName(set) << " " << GgmlTypeInfoOf(t).name;
+          }
+        }
+        float dot = 0;
+        if (t == GgmlType::kF32) {
+          dot = k.dot_f32(reinterpret_cast<const float*>(row.data()), x.data(), n);
+        } else if (t == GgmlType::kF16) {
+          dot = k.dot_f16(reinterpret_cast<const uint16_t*>(row.data()), x.data(), n);
+        } else if (t == GgmlType::kBF16) {
+          dot = k.dot_bf16(reinterpret_cast<const uint16_t*>(row.data()), x.data(), n);
+        } else {
+          dot = k.dot_blocks(t, row.data(), x.data(), n);
+        }
+        ASSERT_TRUE(SameBits(dot, k.dot_f32(deq.data(), x.data(), n)))
+            << KernelSetName(set) << " " << GgmlTypeInfoOf(t).name << " n=" << n;
+        std::vector<float> wl(n), xl(n);
+        k.dequantize_row_dot_layout(t, row.data(), wl.data(), n);
+        k.to_dot_layout(x.data(), xl.data(), n);
+        float tiled = 0;
+        k.dot_f32_tile(wl.data(), n, 1, xl.data(), n, 1, n, &tiled, 1);
+        ASSERT_TRUE(SameBits(tiled, dot))
+            << KernelSetName(set) << " " << GgmlTypeInfoOf(t).name << " n=" << n;
       }
     }
   }

@@ -1,0 +1,114 @@
+// Which kernel set this process runs (kernel_set.h): cpuid / HWCAP, and PAGEDINFER_KERNELS.
+#include "loaders/kernel_set.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
+namespace pinfer {
+
+const char* KernelSetName(KernelSet s) {
+  switch (s) {
+    case KernelSet::kScalar:
+      return "scalar";
+    case KernelSet::kAvx2:
+      return "avx2";
+    case KernelSet::kNeon:
+      return "neon";
+  }
+  return "?";
+}
+
+bool CpuRunsAvx2Fma16c() {
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+  // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
+  return false;
+#endif
+}
+
+bool CpuRunsNeon() {
+#if defined(__aarch64__) && defined(__linux__)
+  // NEON is part of the AArch64 Linux ABI; the kernel still reports it (HWCAP_ASIMD).
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+  return false;
+#endif
+}
+
+bool KernelSetRuns(KernelSet s) {
+  switch (s) {
+    case KernelSet::kScalar:
+      return true;
+    case KernelSet::kAvx2:
+#if defined(__x86_64__) || defined(_M_X64)
+      return CpuRunsAvx2Fma16c();
+#else
+      return false;
+#endif
+    case KernelSet::kNeon:
+#if defined(__aarch64__)
+      return CpuRunsNeon();
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+KernelSet BestKernelSet() {
+  if (KernelSetRuns(KernelSet::kAvx2)) return KernelSet::kAvx2;
+  if (KernelSetRuns(KernelSet::kNeon)) return KernelSet::kNeon;
+  return KernelSet::kScalar;
+}
+
+absl::StatusOr<KernelSet> ParseKernelSet(const char* value) {
+  if (value == nullptr || *value == '\0') return BestKernelSet();
+  for (KernelSet s : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+    if (std::strcmp(value, KernelSetName(s)) != 0) continue;
+    if (KernelSetRuns(s)) return s;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PAGEDINFER_KERNELS=", value, ": this ",
+        s == KernelSet::kAvx2 ? "CPU does not run AVX2 + FMA + F16C code (or this is not an "
+                                "x86-64 build)"
+                              : "build is not for AArch64 (or the CPU reports no NEON)",
+        "; unset it to use the best set this CPU runs (", KernelSetName(BestKernelSet()),
+        "), or set scalar"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("PAGEDINFER_KERNELS=", value,
+                   " is not a kernel set: use scalar, avx2 or neon, or leave it unset for the "
+                   "best set this CPU runs (",
+                   KernelSetName(BestKernelSet()), ")"));
+}
+
+absl::StatusOr<KernelSet> KernelSetFromEnvironment() {
+  return ParseKernelSet(std::getenv("PAGEDINFER_KERNELS"));
+}
+
+KernelSet ActiveKernelSet() {
+  static const KernelSet active = [] {
+    absl::StatusOr<KernelSet> s = KernelSetFromEnvironment();
+    if (s.ok()) return *s;
+    std::fprintf(stderr, "pagedinfer: %s; using %s\n", std::string(s.status().message()).c_str(),
+                 KernelSetName(BestKernelSet()));
+    return BestKernelSet();
+  }();
+  return active;
+}
+
+}  // namespace pinfer

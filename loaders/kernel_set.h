@@ -1,0 +1,49 @@
+// The CPU backend's one choice of kernel set: the instruction set that the matmul, dot-product,
+// dequantization and attention kernels run with, made once per process at run time.
+//
+// The build compiles every set it can (scalar always; AVX2 + FMA + F16C on x86-64; NEON on
+// AArch64), each in its own files under `#pragma GCC target` (no global -march), and this file
+// picks one: the environment variable PAGEDINFER_KERNELS (scalar, avx2, neon) when set and not
+// empty, otherwise the best set this CPU runs (cpuid / the kernel's HWCAP). Every kernel family
+// (loaders/quants.h's float kernels, the integer kernels of loaders/quants_int8.h, kvcache's
+// attention kernels) follows the same choice, so a process never mixes sets.
+//
+// Numerics: within one set every contract of loaders/quants.h holds bit for bit; between sets
+// results differ in the order of float additions only (see quants.h).
+#pragma once
+
+#include "absl/status/statusor.h"
+
+namespace pinfer {
+
+enum class KernelSet { kScalar, kAvx2, kNeon };
+
+// "scalar", "avx2", "neon".
+const char* KernelSetName(KernelSet s);
+
+// Whether this CPU (and OS) runs AVX2, FMA and F16C code: false on other architectures.
+bool CpuRunsAvx2Fma16c();
+// Whether this CPU runs AArch64 NEON code: false on other architectures.
+bool CpuRunsNeon();
+
+// Whether this build has set s and this CPU runs it (scalar: always).
+bool KernelSetRuns(KernelSet s);
+
+// The best set this build has and this CPU runs.
+KernelSet BestKernelSet();
+
+// The set named by a PAGEDINFER_KERNELS value: null or empty means BestKernelSet(). An error
+// (InvalidArgument) names the sets when the value is not one of them, and says why when this
+// build or CPU cannot run the one asked for.
+absl::StatusOr<KernelSet> ParseKernelSet(const char* value);
+
+// ParseKernelSet(getenv("PAGEDINFER_KERNELS")): the command-line tool checks it at start so a
+// bad value ends the run with its message.
+absl::StatusOr<KernelSet> KernelSetFromEnvironment();
+
+// The set of this process, fixed at its first call: KernelSetFromEnvironment(), or, where that
+// is an error (the tool has reported it already; a library user sees it on stderr once), the
+// best set.
+KernelSet ActiveKernelSet();
+
+}  // namespace pinfer
