@@ -1,7 +1,10 @@
 // MatMul (engine/matmul.h) of a 4096 x 4096 weight matrix in its storage type against 1 token
 // (decode: a mat-vec bound by weight bytes) and 4, 16 and 64 tokens (batches that decode each
-// weight row once for all their tokens), on all hardware threads. Bytes processed are weight
-// bytes, so the rate reads as GB/s of weights streamed; items are multiply-adds.
+// weight row once for all their tokens), on all hardware threads, with the process's kernel set
+// (PAGEDINFER_KERNELS). The formats with integer kernels run twice: 8-bit activations (the
+// default) and the float path (/float: MatMulOptions::float_activations, what MatMul did
+// before). Bytes processed are weight bytes, so the rate reads as GB/s of weights streamed;
+// items are multiply-adds.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -52,7 +55,7 @@ const OwnedMatrix& MatrixOf(GgmlType t) {
   return cache.back()->second;
 }
 
-void BM_MatMul(benchmark::State& state, GgmlType t) {
+void BM_MatMul(benchmark::State& state, GgmlType t, bool float_activations) {
   const int n_tokens = static_cast<int>(state.range(0));
   const OwnedMatrix& m = MatrixOf(t);
   static ThreadPool pool(0);
@@ -66,7 +69,7 @@ void BM_MatMul(benchmark::State& state, GgmlType t) {
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   for (float& v : x) v = gauss(rng);
   for (auto _ : state) {
-    if (!MatMul(m.w, x.data(), n_tokens, y.data(), pool, **ws).ok()) {
+    if (!MatMul(m.w, x.data(), n_tokens, y.data(), pool, **ws, {float_activations}).ok()) {
       state.SkipWithError("MatMul refused its workspace");
       return;
     }
@@ -80,16 +83,27 @@ void BM_MatMul(benchmark::State& state, GgmlType t) {
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
-#define PINFER_MATMUL_BENCH(T)                    \
-  BENCHMARK_CAPTURE(BM_MatMul, T, GgmlType::k##T) \
-      ->Arg(1)                                    \
-      ->Arg(4)                                    \
-      ->Arg(16)                                   \
-      ->Arg(64)                                   \
-      ->Unit(benchmark::kMillisecond)             \
+#define PINFER_MATMUL_BENCH(T)                           \
+  BENCHMARK_CAPTURE(BM_MatMul, T, GgmlType::k##T, false) \
+      ->Arg(1)                                           \
+      ->Arg(4)                                           \
+      ->Arg(16)                                          \
+      ->Arg(64)                                          \
+      ->Unit(benchmark::kMillisecond)                    \
+      ->UseRealTime()
+
+#define PINFER_MATMUL_FLOAT_BENCH(T)                            \
+  BENCHMARK_CAPTURE(BM_MatMul, T##_float, GgmlType::k##T, true) \
+      ->Arg(1)                                                  \
+      ->Arg(4)                                                  \
+      ->Arg(16)                                                 \
+      ->Arg(64)                                                 \
+      ->Unit(benchmark::kMillisecond)                           \
       ->UseRealTime()
 
 PINFER_MATMUL_BENCH(Q4_0);
+PINFER_MATMUL_FLOAT_BENCH(Q4_0);
+PINFER_MATMUL_FLOAT_BENCH(Q8_0);
 PINFER_MATMUL_BENCH(Q4_K);
 PINFER_MATMUL_BENCH(Q8_0);
 PINFER_MATMUL_BENCH(Q6_K);

@@ -113,7 +113,7 @@ absl::Status CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache,
   float *qb = Buf(CpuBuffer::kQ), *kb = Buf(CpuBuffer::kK), *vb = Buf(CpuBuffer::kV);
   const std::pair<const WeightMatrix*, float*> qkv[] = {{&L.wq, qb}, {&L.wk, kb}, {&L.wv, vb}};
   for (const auto& [m, y] : qkv) {
-    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_); !s.ok()) return s;
+    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
   }
   const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const KvDtype kv_dtype = cache.config().dtype;
@@ -205,21 +205,22 @@ absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l)
   NormInto(n, L.attn_norm);
   if (absl::Status s = QkvIntoCache(batch, cache, l); !s.ok()) return s;
   Attention(batch, cache, l);
-  if (absl::Status s = MatMul(L.wo, Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_); !s.ok()) {
+  if (absl::Status s = MatMul(L.wo, Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_, matmul_);
+      !s.ok()) {
     return s;
   }
   AddResidual(n, L.attn_post_norm);
   NormInto(n, L.ffn_norm);
   const std::pair<const WeightMatrix*, float*> ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
   for (const auto& [m, y] : ffn) {
-    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_); !s.ok()) return s;
+    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
   }
   if (c.ffn_act == FfnActivation::kGeluTanh) {
     GeGlu(gate, up, (int64_t)n * c.n_ff);
   } else {
     SwiGlu(gate, up, (int64_t)n * c.n_ff);
   }
-  if (absl::Status s = MatMul(L.w_down, gate, n, proj, pool_, *ws_); !s.ok()) return s;
+  if (absl::Status s = MatMul(L.w_down, gate, n, proj, pool_, *ws_, matmul_); !s.ok()) return s;
   AddResidual(n, L.ffn_post_norm);
   return absl::OkStatus();
 }
@@ -242,7 +243,7 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
             xb + (size_t)i * c.dim);
   }
   if (n_out == 0) return absl::OkStatus();
-  if (absl::Status s = MatMul(w.output, xb, n_out, logits, pool_, *ws_); !s.ok()) return s;
+  if (absl::Status s = MatMul(w.output, xb, n_out, logits, pool_, *ws_, matmul_); !s.ok()) return s;
   if (c.final_softcap > 0)
     SoftCap(logits, static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
   return absl::OkStatus();

@@ -16,6 +16,7 @@
 
 #include "engine/backend.h"
 #include "engine/cpu/cpu_workspace.h"
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/model.h"
 
@@ -46,6 +47,10 @@ class CpuBackend : public Backend {
                                                            int64_t num_blocks) override;
 
   int threads() const { return pool_.size(); }
+  // How every MatMul of the forward pass multiplies (default: 8-bit activations for the
+  // formats with integer kernels, engine/cpu/matmul.h). Tests that compare another backend
+  // with this one at the float path's accuracy set float_activations.
+  void set_matmul_options(const MatMulOptions& o) { matmul_ = o; }
   // The layout ReserveForLimits chose (empty before).
   const std::vector<CpuBufferSize>& layout() const { return layout_; }
 
@@ -65,6 +70,7 @@ class CpuBackend : public Backend {
   int max_tokens_;
   bool lock_memory_ = false;
   ThreadPool pool_;
+  MatMulOptions matmul_;
   std::vector<CpuBufferSize> layout_;
   std::unique_ptr<CpuWorkspace> ws_;
   std::vector<Model::WeightRange> weight_ranges_;

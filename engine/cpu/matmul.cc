@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "loaders/ggml_types.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
+#include "loaders/quants_q8a.h"
 
 namespace pinfer {
 namespace {
@@ -36,11 +38,81 @@ void Gather(const WeightMatrix& w, const float* xt, float* out) {
   for (int64_t k = 0; k < w.cols; ++k) out[k] = xt[w.input_perm[static_cast<size_t>(k)]];
 }
 
+const quants::Q8AKernels& ActiveQ8A() {
+  static const quants::Q8AKernels* const k = &quants::Q8AKernelsFor(ActiveKernelSet());
+  return *k;
+}
+
+// A weight format's integer kernels: its activation quantizer, the bytes of one token's
+// quantized row, and its row dot (null: the format has none, or the float path was asked for).
+struct Int8Kernel {
+  quants::ActQuantFn quantize = nullptr;
+  int64_t (*row_bytes)(int64_t cols) = nullptr;
+  quants::RowDotFn dot = nullptr;
+};
+
+Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
+  if (o.float_activations) return {};
+  const quants::Q8AKernels& q8a = ActiveQ8A();
+  if (quants::RowDotFn dot = quants::Q8ARowDot(q8a, t); dot != nullptr) {
+    return {q8a.quantize, quants::Q8ARowBytes, dot};
+  }
+  return {};
+}
+
+// Weight tiles a worker takes together while a chunk of tokens passes over them, and the
+// bytes of 8-bit token rows per chunk: both stay in L2 across the chunk (a prefill's reuse).
+constexpr int64_t kInt8TilesPerBlock = 4;
+constexpr int64_t kInt8ChunkBytes = 192 << 10;
+
+// The 8-bit path (see matmul.h): quantize each token's row once, then every weight row against
+// all of them. The workspace's matmul inputs hold 4 bytes per value; a quantized row, at most
+// 1.25 (32-value blocks of 40 bytes; Q8_K: 292 bytes per 256).
+void MatMulInt8(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
+                const CpuWorkspace& ws, const Int8Kernel& k) {
+  const int64_t cols = w.cols;
+  const int64_t row_bytes = k.row_bytes(cols);
+  auto* acts = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
+  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* xt = x + t * cols;
+    if (!w.input_perm.empty()) {
+      Gather(w, xt, gathered);
+      xt = gathered;
+    }
+    k.quantize(xt, acts + t * row_bytes, cols);
+  }
+  const int chunk =
+      static_cast<int>(std::clamp<int64_t>(kInt8ChunkBytes / row_bytes / 4 * 4, 4, 64));
+  const int64_t n_tiles = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;
+  pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int) {
+    for (int64_t tile = begin; tile < end; tile += kInt8TilesPerBlock) {
+      const int64_t r0 = tile * kMatMulTileRows;
+      const int64_t r1 =
+          std::min(w.rows, std::min(end, tile + kInt8TilesPerBlock) * kMatMulTileRows);
+      for (int t0 = 0; t0 < n_tokens; t0 += chunk) {
+        const int nt = std::min(chunk, n_tokens - t0);
+        for (int64_t r = r0; r < r1; ++r) {
+          k.dot(w.row(r), acts + t0 * row_bytes, row_bytes, nt, cols, y + t0 * w.rows + r, w.rows);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
+bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o) {
+  return Int8KernelFor(t, o).dot != nullptr;
+}
+
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
-                    const CpuWorkspace& ws) {
+                    const CpuWorkspace& ws, const MatMulOptions& o) {
   if (absl::Status s = CheckWorkspace(w, n_tokens, pool, ws); !s.ok()) return s;
+  if (const Int8Kernel k = Int8KernelFor(w.type, o); k.dot != nullptr) {
+    MatMulInt8(w, x, n_tokens, y, pool, ws, k);
+    return absl::OkStatus();
+  }
   const bool permuted = !w.input_perm.empty();
   float* inputs = ws.Get(CpuBuffer::kMatMulInput);
   const int64_t n_tiles = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;

@@ -8,20 +8,39 @@
 
 namespace pinfer {
 
+struct MatMulOptions {
+  // Multiply every format with the float kernels (DotRow), never with 8-bit activations: for
+  // comparisons that need the float path's accuracy (the CUDA backend's emulator tests).
+  bool float_activations = false;
+};
+
+// Whether MatMul quantizes the activations to 8 bits for weights of type t: the formats with
+// integer kernels (loaders/quants_q8a.h: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), unless o says float.
+bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
+
 // x: [n_tokens x w.cols] floats, y: [n_tokens x w.rows] floats (row-major, no aliasing).
 //
-// Batch-invariant by construction: every y[t][r] is DotRow(w.row(r), x[t]) bit for bit whatever
-// the batch, so a sequence's logits do not depend on which other sequences share its step, on
-// how its prompt was chunked, or on whether it was recomputed after preemption. One token takes
-// the fused DotRow per row; a batch decodes each weight row once (DequantizeRowDotLayout) and
-// multiplies it into every token with DotF32Tile, which by loaders/quants.h's contract gives
-// DotF32(DequantizeRow(row), x_t) == DotRow(row, x_t) for each token.
+// Two paths, both on the process's kernel set (loaders/kernel_set.h):
+//  - 8-bit activations (MatMulInt8Activations): each token's row (gathered first when the
+//    matrix has an input permutation) is quantized once into 32-value blocks
+//    (quants_q8a.h's quantizer) and every weight row is multiplied into the tokens by the
+//    format's integer row dot (one pass over each weight row per step, whatever the batch);
+//    y[t][r] is the row dot of quants_q8a.h, within its stated bound of the float dot.
+//  - float (the other formats, or o.float_activations): every y[t][r] is DotRow(w.row(r), x[t])
+//    bit for bit. One token takes the fused DotRow per row; a batch decodes each weight row once
+//    (DequantizeRowDotLayout) and multiplies it into every token with DotF32Tile, which by
+//    loaders/quants.h's contract gives DotF32(DequantizeRow(row), x_t) == DotRow(row, x_t).
+// Batch-invariant by construction either way: a token's row is quantized on its own and its
+// dots do not depend on the other tokens, so a sequence's logits do not depend on which other
+// sequences share its step, on how its prompt was chunked, or on whether it was recomputed
+// after preemption.
 //
 // Scratch comes from ws (its kMatMulInput, kMatMulGather and per-thread kMatMulTile buffers;
-// MatMulWorkspaceLayout sizes them): nothing is allocated. FailedPrecondition, naming the
-// workspace line, when ws is too small for n_tokens x w.cols or has fewer tile copies than
-// the pool has threads (y is then untouched).
+// MatMulWorkspaceLayout sizes them; the 8-bit rows, 1.25 bytes per value, go in kMatMulInput,
+// which holds 4): nothing is allocated. FailedPrecondition, naming the workspace line, when ws
+// is too small for n_tokens x w.cols or has fewer tile copies than the pool has threads (y is
+// then untouched).
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
-                    const CpuWorkspace& ws);
+                    const CpuWorkspace& ws, const MatMulOptions& o = {});
 
 }  // namespace pinfer

@@ -26,11 +26,13 @@
 namespace pinfer::cuda {
 namespace {
 
-// The CPU reference MatMul, with a workspace sized for the call.
+// The CPU reference MatMul, with a workspace sized for the call, on its float path (the CUDA
+// kernels take float activations; the CPU's default 8-bit ones would differ by more than the
+// tolerances below, which measure the CUDA kernels' rounding).
 void ReferenceMatMul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool) {
   auto ws = CpuWorkspace::ForMatMul(w.cols, n, pool.size());
   ASSERT_TRUE(ws.ok()) << ws.status();
-  ASSERT_TRUE(MatMul(w, x, n, y, pool, **ws).ok());
+  ASSERT_TRUE(MatMul(w, x, n, y, pool, **ws, {.float_activations = true}).ok());
 }
 
 // Both lane layouts of the decode GEMV (kernels.h), the default restored afterwards.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -23,6 +24,7 @@
 
 #include "engine/convert/gguf_export.h"
 #include "engine/convert/hf_export.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/model/model.h"
 #include "gtest/gtest.h"
 #include "tests/testing/engine_helpers.h"
@@ -214,6 +216,21 @@ TEST_P(ArchitectureTest, LogitsAndGreedyTokensMatchLlamaCpp) {
   ExpectMatchesLlamaCpp(c, *model, *ref);
 }
 
+// The logits after the prompt with the CPU backend on its float path (MatMulOptions::
+// float_activations): the comparisons below are at float32 rounding, and the default 8-bit
+// activations of the integer kernels (Q4_0 .. Q8_0, engine/cpu/matmul.h) move these tiny
+// models' logits by about 1e-2 relative L2 (measured 1.1e-2 to 2.4e-2), which
+// quantized_copy_test and perplexity_test bound instead.
+absl::StatusOr<std::vector<float>> FloatPathLogits(const Model& m, EngineConfig cfg,
+                                                   std::vector<int32_t> prompt) {
+  auto cpu = std::make_unique<CpuBackend>(m, cfg.max_num_batched_tokens, cfg.threads);
+  cpu->set_matmul_options({.float_activations = true});
+  std::vector<float> logits;
+  auto tokens = testing::GreedyTokens(m, cfg, std::move(prompt), 1, std::move(cpu), &logits);
+  if (!tokens.ok()) return tokens.status();
+  return logits;
+}
+
 // The engine's logits against a float64 forward pass written from llama.cpp's graphs, over
 // the same (dequantized) weights: only float32 rounding separates them.
 TEST_P(ArchitectureTest, LogitsMatchTheFloat64Reference) {
@@ -222,7 +239,7 @@ TEST_P(ArchitectureTest, LogitsMatchTheFloat64Reference) {
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompt = testing::LongPrompt();
   ASSERT_GT(static_cast<int>(prompt.size()), model->config().max_window());
-  absl::StatusOr<std::vector<float>> got = PromptLogits(*model, SmallConfig(), prompt);
+  absl::StatusOr<std::vector<float>> got = FloatPathLogits(*model, SmallConfig(), prompt);
   ASSERT_TRUE(got.ok()) << got.status();
   const std::vector<double> ref = testing::ReferenceLogits(*model, prompt);
   const std::vector<float> want(ref.begin(), ref.end());

@@ -1,6 +1,7 @@
 // MatMul's batch invariance: for every storage type, a batch of T tokens (with and without an
 // act-order input permutation) gives each token exactly the floats it gets alone, and those
-// floats are the dot of the dequantized weights within the DotRow bound.
+// floats are the dot of the dequantized weights within the DotRow bound (float path) or within
+// the activation rounding's bound (8-bit activations, quants_q8a.h). Both paths are checked.
 #include "engine/cpu/matmul.h"
 
 #include <algorithm>
@@ -46,7 +47,8 @@ OwnedMatrix RandomMatrix(GgmlType t, int64_t rows, int64_t cols, bool permuted, 
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
-void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
+void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool,
+               const MatMulOptions& o = {}) {
   constexpr int64_t kRows = 37;  // two whole 16-row tiles and a partial one
   constexpr int kMaxTokens = 33;
   const OwnedMatrix m = RandomMatrix(t, kRows, cols, permuted, 5 + static_cast<uint32_t>(cols));
@@ -62,16 +64,31 @@ void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
   std::vector<float> alone(static_cast<size_t>(kMaxTokens * kRows));
   for (int tok = 0; tok < kMaxTokens; ++tok) {
     const float* xt = x.data() + tok * cols;
-    ASSERT_TRUE(MatMul(m.w, xt, 1, alone.data() + tok * kRows, pool, **ws).ok());
+    ASSERT_TRUE(MatMul(m.w, xt, 1, alone.data() + tok * kRows, pool, **ws, o).ok());
     for (int64_t r = 0; r < kRows; ++r) {
-      double ref = 0, l1 = 0;
-      for (int64_t k = 0; k < cols; ++k) {
+      // The activations' blocks: the weight format's (32 values, or 256 for the K-quants).
+      const int64_t ab = std::max<int64_t>(GgmlTypeInfoOf(t).block_size, 32);
+      double ref = 0, l1 = 0, act_rounding = 0;
+      for (int64_t b = 0; b < cols / ab; ++b) {  // per activation block: amax and sum |w|
+        double amax = 0, wsum = 0;
+        for (int64_t k = ab * b; k < ab * b + ab; ++k) {
+          const double xk = xt[permuted ? m.w.input_perm[k] : k];
+          const double wx = double(m.dequantized[r * cols + k]) * xk;
+          ref += wx;
+          l1 += std::fabs(wx);
+          amax = std::max(amax, std::fabs(xk));
+          wsum += std::fabs(double(m.dequantized[r * cols + k]));
+        }
+        act_rounding += amax / 127.0 / 2.0 * wsum;
+      }
+      for (int64_t k = cols / ab * ab; k < cols; ++k) {
         const double wx =
             double(m.dequantized[r * cols + k]) * xt[permuted ? m.w.input_perm[k] : k];
         ref += wx;
         l1 += std::fabs(wx);
       }
-      ASSERT_LE(std::fabs(alone[tok * kRows + r] - ref), 1e-5 * l1)
+      const double bound = 1e-5 * l1 + (MatMulInt8Activations(t, o) ? act_rounding : 0.0);
+      ASSERT_LE(std::fabs(alone[tok * kRows + r] - ref), bound)
           << name << " cols " << cols << " token " << tok << " row " << r;
     }
   }
@@ -80,7 +97,7 @@ void CheckType(GgmlType t, int64_t cols, bool permuted, ThreadPool& pool) {
   for (int n = 1; n <= kMaxTokens; ++n) {
     for (int first : {0, kMaxTokens - n}) {
       std::fill(y.begin(), y.end(), -7.0f);
-      ASSERT_TRUE(MatMul(m.w, x.data() + first * cols, n, y.data(), pool, **ws).ok());
+      ASSERT_TRUE(MatMul(m.w, x.data() + first * cols, n, y.data(), pool, **ws, o).ok());
       for (int tok = 0; tok < n; ++tok) {
         for (int64_t r = 0; r < kRows; ++r) {
           ASSERT_TRUE(SameBits(y[tok * kRows + r], alone[(first + tok) * kRows + r]))
@@ -107,6 +124,15 @@ TEST(MatMul, BatchesGiveEachTokenItsSingleTokenResultBitForBit) {
       if (cols % bs != 0) continue;
       CheckType(t, cols, /*permuted=*/false, pool);
     }
+  }
+}
+
+TEST(MatMul, TheFloatPathOfTheIntegerFormatsStaysBatchInvariant) {
+  ThreadPool pool(2);
+  for (GgmlType t : kTypes) {
+    if (!MatMulInt8Activations(t)) continue;
+    EXPECT_FALSE(MatMulInt8Activations(t, {.float_activations = true}));
+    CheckType(t, 256, /*permuted=*/false, pool, {.float_activations = true});
   }
 }
 

@@ -1,0 +1,180 @@
+// The AVX2 set of quants_q8a.h: 32 weight codes per block in one register, multiplied into each
+// token's 32 activation codes with maddubs (unsigned x signed bytes, pairs summed to int16)
+// and madd (pairs summed to int32): the eight int32 lanes are the header's lane sums i_l.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loaders/fp16.h"
+#include "loaders/quants_internal.h"
+#include "loaders/quants_q8a.h"
+
+// Everything below is compiled for AVX2 + FMA + F16C (see quants_simd.h).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#include "loaders/quants_simd.h"
+
+namespace pinfer::quants::q8a_avx2 {
+namespace {
+using namespace simd;
+
+void Quantize(const float* x, void* out, int64_t n) {
+  auto* b = static_cast<BlockQ8A*>(out);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t i = 0; i < n / kQK8A; ++i, x += kQK8A) {
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    const __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m256 idv = _mm256_set1_ps(id);
+    // cvtps rounds to nearest even (the default MXCSR mode), as NearestInt.
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, idv));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, idv));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, idv));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, idv));
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    // Packing works within 128-bit halves; the permute puts the 32 codes back in value order.
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), _mm256_permutevar8x32_epi32(p, order));
+    b[i].d = d;
+    b[i].sum = _mm_cvtsi128_si32(s4);
+  }
+}
+
+// One weight block's codes (32 bytes in value order) and coefficients.
+struct WBlock {
+  __m256i q;     // unsigned codes; for Q8_0 |q| (with `sgn` the signed codes)
+  __m256i sgn;   // Q8_0 only
+  float d;       // d_w
+  float offset;  // -8 / -16 (times s_b), m_w (times d_a)
+};
+
+template <GgmlType T>
+inline void Decode(const uint8_t* blk, WBlock& w) {
+  if constexpr (T == GgmlType::kQ4_0) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
+    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d), w.offset = -8.0f;
+  } else if constexpr (T == GgmlType::kQ4_1) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
+    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d), w.offset = HalfToFloat(b->m);
+  } else if constexpr (T == GgmlType::kQ5_0) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
+    w.q = _mm256_or_si256(Nibbles16(b->qs), FifthBits(b->qh));
+    w.d = HalfToFloat(b->d), w.offset = -16.0f;
+  } else if constexpr (T == GgmlType::kQ5_1) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
+    w.q = _mm256_or_si256(Nibbles16(b->qs), FifthBits(b->qh));
+    w.d = HalfToFloat(b->d), w.offset = HalfToFloat(b->m);
+  } else {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
+    w.sgn = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    w.q = _mm256_abs_epi8(w.sgn), w.d = HalfToFloat(b->d), w.offset = 0.0f;
+  }
+}
+
+// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says.
+template <GgmlType T, typename Block, int NT>
+void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NT];
+  float corr[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), corr[t] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    WBlock wb;
+    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8A& ab = a[t][b];
+      __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+      if constexpr (T == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, wb.sgn);
+      const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wb.q, av), ones);
+      const float s = wb.d * ab.d;
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(s), _mm256_cvtepi32_ps(lanes), acc[t]);
+      if constexpr (T == GgmlType::kQ4_0 || T == GgmlType::kQ5_0) {
+        corr[t] = FmaScalar(wb.offset * s, static_cast<float>(ab.sum), corr[t]);
+      } else if constexpr (T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1) {
+        corr[t] = FmaScalar(wb.offset * ab.d, static_cast<float>(ab.sum), corr[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) *y[t] = HorizontalSum(acc[t]) + corr[t];
+}
+
+template <GgmlType T, typename Block>
+void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok, int64_t n,
+            float* y, int64_t y_stride) {
+  constexpr int kGroup = 4;  // tokens sharing each decoded weight block
+  const auto* w = static_cast<const uint8_t*>(w_row);
+  const auto* base = static_cast<const uint8_t*>(acts);
+  const int64_t nb = n / kQK8A;
+  for (int t0 = 0; t0 < n_tok; t0 += kGroup) {
+    const BlockQ8A* a[kGroup];
+    float* out[kGroup];
+    const int nt = std::min(kGroup, n_tok - t0);
+    for (int t = 0; t < nt; ++t) {
+      a[t] = reinterpret_cast<const BlockQ8A*>(base + (t0 + t) * act_row_bytes);
+      out[t] = y + (t0 + t) * y_stride;
+    }
+    switch (nt) {
+      case 4:
+        DotTokens<T, Block, 4>(w, a, nb, out);
+        break;
+      case 3:
+        DotTokens<T, Block, 3>(w, a, nb, out);
+        break;
+      case 2:
+        DotTokens<T, Block, 2>(w, a, nb, out);
+        break;
+      default:
+        DotTokens<T, Block, 1>(w, a, nb, out);
+    }
+  }
+}
+
+constexpr Q8AKernels kAvx2 = {"avx2",
+                              Quantize,
+                              RowDot<GgmlType::kQ4_0, BlockQ4_0>,
+                              RowDot<GgmlType::kQ4_1, BlockQ4_1>,
+                              RowDot<GgmlType::kQ5_0, BlockQ5_0>,
+                              RowDot<GgmlType::kQ5_1, BlockQ5_1>,
+                              RowDot<GgmlType::kQ8_0, BlockQ8_0>};
+
+}  // namespace
+}  // namespace pinfer::quants::q8a_avx2
+
+namespace pinfer::quants {
+const Q8AKernels* Avx2Q8AKernels() { return &q8a_avx2::kAvx2; }
+}  // namespace pinfer::quants
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64
+
+#include "loaders/quants_q8a.h"
+
+namespace pinfer::quants {
+const Q8AKernels* Avx2Q8AKernels() { return nullptr; }
+}  // namespace pinfer::quants
+
+#endif
