@@ -8,6 +8,8 @@
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 #include "loaders/quants_q8a.h"
+#include "loaders/quants_q8k.h"
+#include "loaders/quants_tile.h"
 
 namespace pinfer {
 namespace {
@@ -43,12 +45,33 @@ const quants::Q8AKernels& ActiveQ8A() {
   return *k;
 }
 
+const quants::KQuantKernels& ActiveKQuant() {
+  static const quants::KQuantKernels* const k = [] {
+    const quants::KQuantKernels* set = nullptr;
+    if (ActiveKernelSet() == KernelSet::kAvx2) set = quants::Avx2KQuantKernels();
+    if (ActiveKernelSet() == KernelSet::kNeon) set = quants::NeonKQuantKernels();
+    return set != nullptr ? set : &quants::ScalarKQuantKernels();
+  }();
+  return *k;
+}
+
+const quants::KQuantTileKernels& ActiveKQuantTile() {
+  static const quants::KQuantTileKernels* const k = [] {
+    const quants::KQuantTileKernels* set = nullptr;
+    if (ActiveKernelSet() == KernelSet::kAvx2) set = quants::Avx2KQuantTileKernels();
+    return set != nullptr ? set : &quants::ScalarKQuantTileKernels();
+  }();
+  return *k;
+}
+
 // A weight format's integer kernels: its activation quantizer, the bytes of one token's
 // quantized row, and its row dot (null: the format has none, or the float path was asked for).
 struct Int8Kernel {
   quants::ActQuantFn quantize = nullptr;
   int64_t (*row_bytes)(int64_t cols) = nullptr;
   quants::RowDotFn dot = nullptr;
+  // The tiled kernel for batches (bit for bit `dot` per row and token); null: rows only.
+  quants::TileDotFn tile = nullptr;
 };
 
 Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
@@ -57,7 +80,18 @@ Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
   if (quants::RowDotFn dot = quants::Q8ARowDot(q8a, t); dot != nullptr) {
     return {q8a.quantize, quants::Q8ARowBytes, dot};
   }
-  return {};
+  const quants::KQuantKernels& kq = ActiveKQuant();
+  const quants::KQuantTileKernels& kt = ActiveKQuantTile();
+  switch (t) {
+    case GgmlType::kQ4_K:
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q4_k, kt.q4_k};
+    case GgmlType::kQ5_K:
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q5_k, kt.q5_k};
+    case GgmlType::kQ6_K:
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q6_k, kt.q6_k};
+    default:
+      return {};
+  }
 }
 
 // Weight tiles a worker takes together while a chunk of tokens passes over them, and the
@@ -82,9 +116,17 @@ void MatMulInt8(const WeightMatrix& w, const float* x, int n_tokens, float* y, T
     }
     k.quantize(xt, acts + t * row_bytes, cols);
   }
+  const int64_t n_tiles = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;
+  if (k.tile != nullptr && n_tokens > 1) {  // the tiled kernel blocks rows x tokens itself
+    pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int) {
+      const int64_t r0 = begin * kMatMulTileRows, r1 = std::min(w.rows, end * kMatMulTileRows);
+      k.tile(w.row(r0), static_cast<int64_t>(w.row_bytes), static_cast<int>(r1 - r0), acts,
+             row_bytes, n_tokens, cols, y + r0, w.rows);
+    });
+    return;
+  }
   const int chunk =
       static_cast<int>(std::clamp<int64_t>(kInt8ChunkBytes / row_bytes / 4 * 4, 4, 64));
-  const int64_t n_tiles = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;
   pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int) {
     for (int64_t tile = begin; tile < end; tile += kInt8TilesPerBlock) {
       const int64_t r0 = tile * kMatMulTileRows;

@@ -15,17 +15,19 @@ struct MatMulOptions {
 };
 
 // Whether MatMul quantizes the activations to 8 bits for weights of type t: the formats with
-// integer kernels (loaders/quants_q8a.h: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), unless o says float.
+// integer kernels (loaders/quants_q8a.h: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 with 32-value blocks;
+// loaders/quants_q8k.h: Q4_K, Q5_K, Q6_K with Q8_K blocks of 256), unless o says float.
 bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 
 // x: [n_tokens x w.cols] floats, y: [n_tokens x w.rows] floats (row-major, no aliasing).
 //
 // Two paths, both on the process's kernel set (loaders/kernel_set.h):
 //  - 8-bit activations (MatMulInt8Activations): each token's row (gathered first when the
-//    matrix has an input permutation) is quantized once into 32-value blocks
-//    (quants_q8a.h's quantizer) and every weight row is multiplied into the tokens by the
-//    format's integer row dot (one pass over each weight row per step, whatever the batch);
-//    y[t][r] is the row dot of quants_q8a.h, within its stated bound of the float dot.
+//    matrix has an input permutation) is quantized once into the format's activation blocks
+//    (quants_q8a.h's or quants_q8k.h's quantizer) and every weight row is multiplied into the
+//    tokens by the format's integer row dot (one pass over each weight row per step, whatever
+//    the batch); y[t][r] is that header's row dot, within the activations' rounding of the
+//    float dot.
 //  - float (the other formats, or o.float_activations): every y[t][r] is DotRow(w.row(r), x[t])
 //    bit for bit. One token takes the fused DotRow per row; a batch decodes each weight row once
 //    (DequantizeRowDotLayout) and multiplies it into every token with DotF32Tile, which by
@@ -36,10 +38,10 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 // after preemption.
 //
 // Scratch comes from ws (its kMatMulInput, kMatMulGather and per-thread kMatMulTile buffers;
-// MatMulWorkspaceLayout sizes them; the 8-bit rows, 1.25 bytes per value, go in kMatMulInput,
-// which holds 4): nothing is allocated. FailedPrecondition, naming the workspace line, when ws
-// is too small for n_tokens x w.cols or has fewer tile copies than the pool has threads (y is
-// then untouched).
+// MatMulWorkspaceLayout sizes them; the 8-bit rows, at most 1.25 bytes per value, go in
+// kMatMulInput, which holds 4): nothing is allocated. FailedPrecondition, naming the workspace
+// line, when ws is too small for n_tokens x w.cols or has fewer tile copies than the pool has
+// threads (y is then untouched).
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
                     const CpuWorkspace& ws, const MatMulOptions& o = {});
 

@@ -88,8 +88,8 @@ TEST(CudaBackendEndToEnd, SyntheticQuantizedModelsMatchCpu) {
         EngineConfig cfg = pinfer::testing::SmallConfig(d);
         cfg.max_num_batched_tokens = 64;
         std::vector<float> cpu_logits, gpu_logits, eager_logits;
-        // The CPU backend on its float path: its default 8-bit activations (Q4_0, Q8_0) differ
-        // from the float dot by ~1e-4 of sum |w x| per product, more than these tolerances,
+        // The CPU backend on its float path: its default 8-bit activations (all three formats)
+        // differ from the float dot by ~1e-4 of sum |w x| per product, more than these tolerances,
         // which measure the CUDA kernels' own rounding.
         auto cpu_backend = std::make_unique<CpuBackend>(m, cfg.max_num_batched_tokens, cfg.threads);
         cpu_backend->set_matmul_options({.float_activations = true});
