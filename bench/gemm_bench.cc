@@ -1,7 +1,7 @@
 // The prefill GEMM's integer micro-kernels (loaders/quants_tile.h) against the row kernels they
-// replace (loaders/quants_q8k.h), on one thread: a 4096 x 4096 Q4_K / Q5_K / Q6_K matrix against
-// 512 tokens' Q8_K activations (quantized once, outside the timed loop), as a llama-7B projection
-// in a pp512 prefill.
+// replace (loaders/quants_q8a.h, quants_q8k.h), on one thread: a 4096 x 4096 Q4_0 / Q8_0 / Q4_K /
+// Q5_K / Q6_K matrix against 8 and 512 tokens' activations (Q8A or Q8_K, quantized once, outside
+// the timed loop), as a llama-7B projection in a pp512 prefill.
 //   BM_RowGemm/<set>/<format>/<tokens>: before. The set's RowDotFn per weight row over all the
 //     tokens (MatMul's batched integer path).
 //   BM_TileGemm/<set>/<format>/<tokens>: after. The set's TileDotFn over the whole matrix (its
@@ -16,6 +16,7 @@
 
 #include "benchmark/benchmark.h"
 #include "loaders/quants.h"
+#include "loaders/quants_q8a.h"
 #include "loaders/quants_q8k.h"
 #include "loaders/quants_tile.h"
 
@@ -52,15 +53,27 @@ const Matrix& WeightsOf(GgmlType t) {
   return cache.back().second;
 }
 
-std::vector<uint8_t> Activations(int n_tok) {
+// The K-quants take Q8_K activations, the 32-value formats Q8A.
+bool IsKQuant(GgmlType t) {
+  return t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+}
+int64_t ActRowBytes(GgmlType t) {
+  return IsKQuant(t) ? quants::Q8KRowBytes(kCols) : quants::Q8ARowBytes(kCols);
+}
+
+std::vector<uint8_t> Activations(GgmlType type, int n_tok) {
   std::mt19937 rng(7);
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::vector<float> x(kCols);
-  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  const int64_t act_row = ActRowBytes(type);
   std::vector<uint8_t> acts(act_row * n_tok);
   for (int t = 0; t < n_tok; ++t) {
     for (float& v : x) v = gauss(rng);
-    quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + t * act_row, kCols);
+    if (IsKQuant(type)) {
+      quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + t * act_row, kCols);
+    } else {
+      quants::ScalarQ8AKernels().quantize(x.data(), acts.data() + t * act_row, kCols);
+    }
   }
   return acts;
 }
@@ -74,8 +87,8 @@ void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
 
 void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
-  const std::vector<uint8_t> acts = Activations(n_tok);
-  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  const std::vector<uint8_t> acts = Activations(t, n_tok);
+  const int64_t act_row = ActRowBytes(t);
   std::vector<float> y(kRows * n_tok);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; ++r)
@@ -88,8 +101,8 @@ void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n
 
 void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
-  const std::vector<uint8_t> acts = Activations(n_tok);
-  const int64_t act_row = quants::Q8KRowBytes(kCols);
+  const std::vector<uint8_t> acts = Activations(t, n_tok);
+  const int64_t act_row = ActRowBytes(t);
   std::vector<float> y(kRows * n_tok);
   for (auto _ : state) {
     tile(w.data.data(), static_cast<int64_t>(w.row_bytes), kRows, acts.data(), act_row, n_tok,
@@ -108,13 +121,17 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
   }
   const quants::KQuantKernels& rows = *quants::Avx2KQuantKernels();
   const quants::KQuantTileKernels& tiles = *quants::Avx2KQuantTileKernels();
+  const quants::Q8AKernels& rows_a = *quants::Avx2Q8AKernels();
+  const quants::Q8ATileKernels& tiles_a = *quants::Avx2Q8ATileKernels();
   struct Format {
     const char* name;
     GgmlType type;
     quants::RowDotFn row;
     quants::TileDotFn tile;
   };
-  const Format formats[] = {{"Q4_K", GgmlType::kQ4_K, rows.q4_k, tiles.q4_k},
+  const Format formats[] = {{"Q4_0", GgmlType::kQ4_0, rows_a.q4_0, tiles_a.q4_0},
+                            {"Q8_0", GgmlType::kQ8_0, rows_a.q8_0, tiles_a.q8_0},
+                            {"Q4_K", GgmlType::kQ4_K, rows.q4_k, tiles.q4_k},
                             {"Q5_K", GgmlType::kQ5_K, rows.q5_k, tiles.q5_k},
                             {"Q6_K", GgmlType::kQ6_K, rows.q6_k, tiles.q6_k}};
   for (const Format& f : formats) {
