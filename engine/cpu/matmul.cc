@@ -55,13 +55,40 @@ const quants::KQuantKernels& ActiveKQuant() {
   return *k;
 }
 
-const quants::KQuantTileKernels& ActiveKQuantTile() {
-  static const quants::KQuantTileKernels* const k = [] {
-    const quants::KQuantTileKernels* set = nullptr;
-    if (ActiveKernelSet() == KernelSet::kAvx2) set = quants::Avx2KQuantTileKernels();
-    return set != nullptr ? set : &quants::ScalarKQuantTileKernels();
-  }();
-  return *k;
+// The tiled kernels of the process's kernel set (quants_tile.h), or null where the set has none:
+// the scalar and NEON sets' batches take their row dots (the scalar tile kernels are those row
+// dots, row by row, so they would add nothing; on NEON they would replace its row kernels by
+// the scalar ones), which give the same floats.
+const quants::KQuantTileKernels* ActiveKQuantTile() {
+  static const quants::KQuantTileKernels* const k =
+      ActiveKernelSet() == KernelSet::kAvx2 ? quants::Avx2KQuantTileKernels() : nullptr;
+  return k;
+}
+
+const quants::Q8ATileKernels* ActiveQ8ATile() {
+  static const quants::Q8ATileKernels* const k =
+      ActiveKernelSet() == KernelSet::kAvx2 ? quants::Avx2Q8ATileKernels() : nullptr;
+  return k;
+}
+
+// The tiled kernel of a 32-value weight type t (null: none in this set).
+quants::TileDotFn Q8ATileFor(GgmlType t) {
+  const quants::Q8ATileKernels* k = ActiveQ8ATile();
+  if (k == nullptr) return nullptr;
+  switch (t) {
+    case GgmlType::kQ4_0:
+      return k->q4_0;
+    case GgmlType::kQ4_1:
+      return k->q4_1;
+    case GgmlType::kQ5_0:
+      return k->q5_0;
+    case GgmlType::kQ5_1:
+      return k->q5_1;
+    case GgmlType::kQ8_0:
+      return k->q8_0;
+    default:
+      return nullptr;
+  }
 }
 
 // A weight format's integer kernels: its activation quantizer, the bytes of one token's
@@ -78,17 +105,17 @@ Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
   if (o.float_activations) return {};
   const quants::Q8AKernels& q8a = ActiveQ8A();
   if (quants::RowDotFn dot = quants::Q8ARowDot(q8a, t); dot != nullptr) {
-    return {q8a.quantize, quants::Q8ARowBytes, dot};
+    return {q8a.quantize, quants::Q8ARowBytes, dot, Q8ATileFor(t)};
   }
   const quants::KQuantKernels& kq = ActiveKQuant();
-  const quants::KQuantTileKernels& kt = ActiveKQuantTile();
+  const quants::KQuantTileKernels* kt = ActiveKQuantTile();
   switch (t) {
     case GgmlType::kQ4_K:
-      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q4_k, kt.q4_k};
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q4_k, kt != nullptr ? kt->q4_k : nullptr};
     case GgmlType::kQ5_K:
-      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q5_k, kt.q5_k};
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q5_k, kt != nullptr ? kt->q5_k : nullptr};
     case GgmlType::kQ6_K:
-      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q6_k, kt.q6_k};
+      return {kq.quantize_q8k, quants::Q8KRowBytes, kq.q6_k, kt != nullptr ? kt->q6_k : nullptr};
     default:
       return {};
   }

@@ -27,7 +27,8 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 //    (quants_q8a.h's or quants_q8k.h's quantizer) and every weight row is multiplied into the
 //    tokens by the format's integer row dot (one pass over each weight row per step, whatever
 //    the batch); y[t][r] is that header's row dot, within the activations' rounding of the
-//    float dot.
+//    float dot. Batches of 2 tokens or more take the set's tiled GEMM kernel where it has one
+//    (quants_tile.h: the AVX2 set), each worker's rows against all the tokens: the same floats.
 //  - float (the other formats, or o.float_activations): every y[t][r] is DotRow(w.row(r), x[t])
 //    bit for bit. One token takes the fused DotRow per row; a batch decodes each weight row once
 //    (DequantizeRowDotLayout) and multiplies it into every token with DotF32Tile, which by
