@@ -159,8 +159,12 @@ void BM_Q8AQuantize(benchmark::State& state, KernelSet set) {
   BENCHMARK_CAPTURE(BM_Q8AQuantize, S, KernelSet::k##S)->Unit(benchmark::kMicrosecond)
 
 PINFER_Q8A_SET(Scalar);
+#if defined(__x86_64__) || defined(_M_X64)
 PINFER_Q8A_SET(Avx2);
+#endif
+#if defined(__aarch64__)
 PINFER_Q8A_SET(Neon);
+#endif
 
 }  // namespace
 }  // namespace pinfer
