@@ -17,6 +17,9 @@
 #        LLAMA_BENCH (unset: pagedinfer's figures alone), LLAMA_DESC (what llama.cpp build it is,
 #        printed beside its figures; default: llama-bench's own build_commit)
 #        OUT_DIR (docs), README (README.md; empty: leave the README alone)
+#        APPEND (0; 1: keep the records of other files from OUT_DIR/cpu-vs-llama.json, so
+#        that the table grows file by file over several runs; each row keeps its own date and
+#        load average)
 # Time: on 2 cores a 7B file's pp512 takes about a minute per repetition in each program; the
 # whole default set is hours. Every timing depends on what else the machine is doing: the load
 # average before each pair is printed beside it.
@@ -82,6 +85,7 @@ md="$OUT_DIR/cpu-vs-llama.md"
   echo "- machine: $machine"
   echo "- pagedinfer: $version"
   echo "- threads: $THREADS; repetitions: $REPS (each program's mean ± sample stddev after a warm-up)"
+  [[ "${APPEND:-0}" != 1 ]] || echo "- APPEND=1: the table keeps earlier runs' rows of other files (their date in the row; the same commands with their file)"
   echo
 } >"$md"
 
@@ -96,8 +100,14 @@ run() {
   "$@" >"$out" 2>"$out.err" || die "$label failed: $(tail -5 "$out.err")"
 }
 
-records="$tmp/records.json"  # one object per file: its load averages and both programs' records
-echo '[]' >"$records"
+records="$tmp/records.json"  # one object per test set: its date, load average, both programs'
+if [[ "${APPEND:-0}" == 1 && -s "$OUT_DIR/cpu-vs-llama.json" ]]; then
+  names=$(for f in "${files[@]}"; do basename "$f"; done | jq -R . | jq -s .)
+  jq --argjson names "$names" '[.[] | select(.file as $f | $names | index($f) | not)]' \
+    "$OUT_DIR/cpu-vs-llama.json" >"$records"
+else
+  echo '[]' >"$records"
+fi
 for f in "${files[@]}"; do
   name=$(basename "$f")
   printf '## %s\n\n' "$name" >>"$md"
@@ -118,8 +128,10 @@ for f in "${files[@]}"; do
       theirs=$(cat "$tmp/theirs$i.json")
     fi
     jq --arg file "$name" --arg load "$load" --argjson theirs "$theirs" \
-      --slurpfile ours "$tmp/ours$i.json" \
-      '. + [{file: $file, load_average: $load, pagedinfer: $ours[0], llama_cpp: $theirs}]' \
+      --slurpfile ours "$tmp/ours$i.json" --arg date "$(date -u '+%Y-%m-%d %H:%M')" \
+      --arg version "$version" \
+      '. + [{file: $file, date: $date, load_average: $load, pagedinfer_version: $version,
+             pagedinfer: $ours[0], llama_cpp: $theirs}]' \
       "$records" >"$tmp/r.json"
     mv "$tmp/r.json" "$records"
   done
@@ -129,19 +141,20 @@ cp "$records" "$OUT_DIR/cpu-vs-llama.json"
 # The table: a row per test, llama-bench's record matched on (n_prompt, n_gen, n_depth).
 table() {
   jq -r '
-    def f2: (. * 100 | round / 100 | tostring);
+    def f2: (. * 100 | round) as $c | ($c / 100 | floor | tostring) + "." +
+            ($c % 100 | tostring | if length == 1 then "0" + . else . end);
     def ts: "\(.avg_ts | f2) ± \(.stddev_ts | f2)";
-    "| file | test | pagedinfer t/s | llama.cpp t/s | ratio | decode GB/s / read GB/s | load average before |",
+    "| file | test | pagedinfer t/s | llama.cpp t/s | ratio | decode GB/s / read GB/s | run (UTC), load average before |",
     "|---|---|---:|---:|---:|---:|---|",
     (.[] | . as $set | $set.pagedinfer[] | . as $o
       | ([$set.llama_cpp[] | select(.n_prompt == $o.n_prompt and .n_gen == $o.n_gen
                                     and .n_depth == $o.n_depth)] | first) as $t
       | "| \($set.file) | \($o.test) | \($o | ts) | \(if $t then ($t | ts) else "-" end) | \(
           if $t and $t.avg_ts > 0 then "\($o.avg_ts / $t.avg_ts | f2)x" else "-" end) | \(
-          if $o.n_gen > 0 then "\($o.achieved_gbps | f2) / \($o.read_gbps * 10 | round / 10) (\(
+          if $o.n_gen > 0 then "\($o.achieved_gbps | f2) / \($o.read_gbps | f2) (\(
             if $o.read_gbps > 0 then ($o.achieved_gbps / $o.read_gbps * 100 | round | tostring)
             else "?" end)%)"
-          else "" end) | \($set.load_average) |")
+          else "" end) | \($set.date // "") \($set.load_average) |")
   ' "$records"
 }
 llama_desc=${LLAMA_DESC:-$(jq -r '[.[].llama_cpp[]?.build_commit] | first // "not run"' "$records")}

@@ -50,10 +50,11 @@ for t in 'pp16' 'tg4' 'tg4 @ d32'; do
   theirs=$(cut -d'|' -f5 <<<"$row" | xargs)
   ratio=$(cut -d'|' -f6 <<<"$row" | xargs)
   ours=$(jq -r --arg t "$t" '[.[].pagedinfer[] | select(.test == $t)][0].avg_ts' "$json")
-  want_theirs=$([[ $t == pp* ]] && echo '100 ± 1.5' || echo '50 ± 0.5')
+  want_theirs=$([[ $t == pp* ]] && echo '100.00 ± 1.50' || echo '50.00 ± 0.50')
   [[ "$theirs" == "$want_theirs" ]] || fail "$t: llama.cpp column '$theirs', want '$want_theirs'"
   want_ratio=$(jq -rn --argjson o "$ours" --arg t "$t" \
-    '($o / (if ($t | startswith("pp")) then 100 else 50 end) * 100 | round / 100 | tostring) + "x"')
+    '$o / (if ($t | startswith("pp")) then 100 else 50 end) | "\(. * 100 | round / 100)"')
+  want_ratio=$(printf '%.2fx' "$want_ratio")
   [[ "$ratio" == "$want_ratio" ]] || fail "$t: ratio '$ratio', want '$want_ratio' (ours $ours)"
   gbps=$(cut -d'|' -f7 <<<"$row" | xargs)
   if [[ $t == tg* ]]; then
@@ -61,8 +62,8 @@ for t in 'pp16' 'tg4' 'tg4 @ d32'; do
   else
     [[ -z "$gbps" ]] || fail "$t: a prefill row has a GB/s figure '$gbps'"
   fi
-  [[ $(cut -d'|' -f8 <<<"$row" | xargs) =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] ||
-    fail "$t: no load average in the row"
+  [[ $(cut -d'|' -f8 <<<"$row" | xargs) =~ ^[0-9-]+\ [0-9:]+\ [0-9.]+\ [0-9.]+\ [0-9.]+$ ]] ||
+    fail "$t: no date and load average in the row"
 done
 grep -qF '`pagedinfer bench -m stories260K.gguf -p 0 -n 4 -d 32 -r 2 -t 2 -o json`' "$md" ||
   fail "the depth command is not in $md as run"
@@ -75,4 +76,13 @@ grep -qF '`llama-bench -m stories260K.gguf -p 16 -n 4 -r 2 -t 2 -o json`' "$md" 
 ! grep -qx old "$out/README.md" || fail "the old README section was not replaced"
 grep -qF '| stories260K.gguf | tg4 @ d32 |' "$out/README.md" || fail "the README lacks the table"
 grep -qF 'summing 512 MiB' "$out/README.md" || fail "the README does not say how read bandwidth was measured"
-echo "ok: $(grep -c '^| stories260K.gguf |' "$md") rows"
+# APPEND=1 keeps the other files' rows: a second run on a copy under another name adds rows.
+cp "$model" "$out/copy.gguf"
+BUILD_DIR="$build" FILES="$out/copy.gguf" LLAMA_BENCH="$out/llama-bench" OUT_DIR="$out/docs" \
+  README="$out/README.md" THREADS=2 PP=16 TG=4 DEPTH=0 REPS=1 APPEND=1 \
+  "$src/scripts/cpu_vs_llama.sh" >"$out/stdout" 2>"$out/stderr" ||
+  fail "the APPEND=1 run failed: $(tail -20 "$out/stderr")"
+[[ $(jq length "$json") == 3 ]] || fail "APPEND=1: the JSON does not hold 3 test sets"
+grep -qF '| stories260K.gguf | tg4 @ d32 |' "$out/README.md" || fail "APPEND=1 lost the first rows"
+grep -qF '| copy.gguf | tg4 |' "$out/README.md" || fail "APPEND=1 did not add the new rows"
+echo "ok: $(grep -c '^| stories260K.gguf |' "$md") rows, then $(grep -c '^| copy.gguf |' "$out/README.md") appended"
