@@ -4,8 +4,11 @@
 //
 // Activations: QuantizeQ8A(x, out, n) turns one token row x[n] (n a multiple of 32) into n / 32
 // BlockQ8A: per block, amax = max |x_j|, d = amax / 127 (float division), id = d != 0 ? 1 / d : 0,
-// qs[j] = round-to-nearest-even(x_j * id) (|qs[j]| <= 127), sum = the sum of the 32 codes. x must
-// be finite. Every set writes the same bytes (tested).
+// qs[j] = round-to-nearest-even(x_j * id) (|qs[j]| <= 127), sum = the sum of the 32 codes; the
+// stored scale is d rounded to the nearest half-precision value (as llama.cpp stores its q8_0 and
+// q8_1 activation scales, so a Q8_0 or Q4_0 row's integer sums and scale products are llama.cpp's)
+// when d is a normal half (kQ8AHalfMin <= d <= kQ8AHalfMax), else d itself (no overflow to
+// infinity, no flush of tiny rows). x must be finite. Every set writes the same bytes (tested).
 //
 // Row dot products (RowDotFn): w_row holds n / 32 weight blocks of the format, acts + t *
 // act_row_bytes token t's n / 32 BlockQ8A, and y[t * y_stride] receives the dot of the
@@ -38,6 +41,8 @@
 namespace pinfer::quants {
 
 constexpr int kQK8A = 32;
+// The normal half-precision range the stored activation scale is rounded within.
+constexpr float kQ8AHalfMin = 6.103515625e-05f, kQ8AHalfMax = 65504.0f;
 
 // 32 activations as d * qs[j], with the sum of the codes (the offset formats' correction).
 struct BlockQ8A {

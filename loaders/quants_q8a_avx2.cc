@@ -54,7 +54,10 @@ void Quantize(const float* x, void* out, int64_t n) {
     // Packing works within 128-bit halves; the permute puts the 32 codes back in value order.
     const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), _mm256_permutevar8x32_epi32(p, order));
-    b[i].d = d;
+    // The scalar set's Q8AScale through F16C (the same nearest-even rounding).
+    b[i].d = d >= kQ8AHalfMin && d <= kQ8AHalfMax
+                 ? _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT))
+                 : d;
     b[i].sum = _mm_cvtsi128_si32(s4);
   }
 }

@@ -10,6 +10,12 @@
 namespace pinfer::quants {
 namespace {
 
+// The stored scale: d rounded to the nearest half-precision value when d is a normal half
+// (as llama.cpp stores its q8_0 / q8_1 activation scales), d itself outside that range.
+float Q8AScale(float d) {
+  return d >= kQ8AHalfMin && d <= kQ8AHalfMax ? Fp16ToFp32(Fp32ToFp16(d)) : d;
+}
+
 void Quantize(const float* x, void* out, int64_t n) {
   auto* b = static_cast<BlockQ8A*>(out);
   for (int64_t i = 0; i < n / kQK8A; ++i, x += kQK8A) {
@@ -23,7 +29,7 @@ void Quantize(const float* x, void* out, int64_t n) {
       b[i].qs[j] = static_cast<int8_t>(q);
       sum += q;
     }
-    b[i].d = d;
+    b[i].d = Q8AScale(d);
     b[i].sum = sum;
   }
 }
