@@ -5,7 +5,8 @@
 #   BUILD_DIR=out scripts/setup.sh   build elsewhere
 #   PAGEDINFER_CUDA_ARCHS=90a scripts/setup.sh   CUDA kernels for one GPU architecture only
 #   PAGEDINFER_AARCH64=1 scripts/setup.sh   also the aarch64 cross build (scripts/aarch64.sh:
-#     Debian's cross compiler, qemu-user and arm64 -dev packages; what CI runs)
+#     Debian's cross compiler, qemu-user and arm64 -dev packages; scripts/test.sh does it
+#     otherwise, as its last stage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
