@@ -23,9 +23,10 @@
 // with d_w, m_w the block's fp16 fields as floats, acc and corr starting at +0 and taking the
 // blocks in row order. Then y = (((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 +
 // acc7))) + corr. Every set computes exactly these floats (the lanes are AVX2's 8 x int32 of
-// maddubs + madd and NEON's two vdotq), so the sets agree bit for bit, and y[t] is bit for bit
-// the same whatever n_tok and t (quants_int8.h's batch invariance). The weight row is decoded
-// once per block and used for every token of the call. Pointers need no alignment; n >= 32.
+// maddubs + madd and NEON's two vdotq, or vmull_s8 with two pairwise adds), so the sets agree
+// bit for bit, and y[t] is bit for bit the same whatever n_tok and t (quants_int8.h's batch
+// invariance). The weight row is decoded once per block and used for every token of the call.
+// Pointers need no alignment; n >= 32.
 //
 // Accuracy against the float dot of the dequantized weights with the float activations: the
 // activation codes carry the rounding (at most d_a / 2 per value), so the error is about

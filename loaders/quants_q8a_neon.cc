@@ -1,7 +1,211 @@
-// The NEON set of quants_q8a.h. Not written yet: nullptr everywhere, so the neon kernel set
-// runs the scalar integer kernels (bit for bit the same results; the header fixes them).
+// The NEON set of quants_q8a.h (AArch64): the Q8A activation quantizer and the Q4_0 / Q4_1 /
+// Q5_0 / Q5_1 / Q8_0 row dot products with 8-bit integer multiplies. Each weight block is
+// decoded once into 32 codes in value order (two 16-byte registers; the nibble formats' 0..31
+// are valid signed bytes) and up to 4 tokens take it. The header's eight lane sums i_l (4
+// consecutive products each) are the int32 lanes of two 16-byte dots: vdotq_s32 where the build
+// targets the dot-product extension (__ARM_FEATURE_DOTPROD; each lane sums 4 consecutive byte
+// products, exactly i_l), else widening multiplies (vmull_s8) with two pairwise adds, the same
+// exact int32s. The float steps are the header's (vfmaq_f32 per lane, std::fma for the offset,
+// the fixed reduction), so the set agrees bit for bit with the scalar reference. The default
+// armv8-a build has no __ARM_FEATURE_DOTPROD and always takes the widening path (a build with
+// -march=armv8.2-a+dotprod or later, PAGEDINFER_SIMD, takes vdotq_s32).
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "loaders/fp16.h"
+#include "loaders/quants_q8a.h"
+
+namespace pinfer::quants {
+namespace {
+
+// The lanewise int32 sums of 4 consecutive products w[4l..4l+3] * a[4l..4l+3] (l < 4).
+inline int32x4_t Dot16(int8x16_t w, int8x16_t a) {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(vdupq_n_s32(0), w, a);
+#else
+  // |w| <= 128 and |a| <= 127: a pair of products stays within int16 (<= 32512).
+  const int16x8_t p0 = vmull_s8(vget_low_s8(w), vget_low_s8(a));  // products 0..7
+  const int16x8_t p1 = vmull_high_s8(w, a);                       // products 8..15
+  return vpaddlq_s16(vpaddq_s16(p0, p1));  // pairs, then pairs of pairs: 4 consecutive
+#endif
+}
+
+void Quantize(const float* x, void* out, int64_t n) {
+  auto* b = static_cast<BlockQ8A*>(out);
+  for (int64_t i = 0; i < n / kQK8A; ++i, x += kQK8A) {
+    float32x4_t v[8];
+    float32x4_t m = vdupq_n_f32(0.0f);
+    for (int k = 0; k < 8; ++k) {
+      v[k] = vld1q_f32(x + 4 * k);
+      m = vmaxq_f32(m, vabsq_f32(v[k]));
+    }
+    const float amax = vmaxvq_f32(m);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int32x4_t q[8];
+    int32x4_t sum = vdupq_n_s32(0);
+    for (int k = 0; k < 8; ++k) {
+      // vcvtnq rounds to nearest even, as NearestInt (std::nearbyint in the default mode).
+      q[k] = vcvtnq_s32_f32(vmulq_n_f32(v[k], id));
+      sum = vaddq_s32(sum, q[k]);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const int16x8_t lo = vcombine_s16(vqmovn_s32(q[4 * h]), vqmovn_s32(q[4 * h + 1]));
+      const int16x8_t hi = vcombine_s16(vqmovn_s32(q[4 * h + 2]), vqmovn_s32(q[4 * h + 3]));
+      vst1q_s8(b[i].qs + 16 * h, vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi)));
+    }
+    // The stored scale as the scalar set's (fp16.h's nearest-even half within its normal range).
+    b[i].d = d >= kQ8AHalfMin && d <= kQ8AHalfMax ? Fp16ToFp32(Fp32ToFp16(d)) : d;
+    b[i].sum = vaddvq_s32(sum);
+  }
+}
+
+// One weight block: its 32 codes in value order and its coefficients.
+struct WBlock {
+  int8x16_t q[2];
+  float d;       // d_w
+  float offset;  // -8 / -16 (times s_b), m_w (times d_a)
+};
+
+inline void Nibbles(const uint8_t* qs, WBlock& w) {
+  const uint8x16_t raw = vld1q_u8(qs);
+  w.q[0] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f)));
+  w.q[1] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+}
+
+// The fifth bits (bit j of the little-endian qh: value j) as 0x10 in the codes.
+inline void FifthBits(const uint8_t* qh, WBlock& w) {
+  static constexpr uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bit = vld1q_u8(kBit), sixteen = vdupq_n_u8(0x10);
+  for (int h = 0; h < 2; ++h) {
+    const uint8x16_t bytes = vcombine_u8(vdup_n_u8(qh[2 * h]), vdup_n_u8(qh[2 * h + 1]));
+    const uint8x16_t hb = vandq_u8(vtstq_u8(bytes, bit), sixteen);
+    w.q[h] = vreinterpretq_s8_u8(vorrq_u8(vreinterpretq_u8_s8(w.q[h]), hb));
+  }
+}
+
+template <GgmlType T>
+inline void Decode(const uint8_t* blk, WBlock& w) {
+  if constexpr (T == GgmlType::kQ4_0) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
+    Nibbles(b->qs, w);
+    w.d = Fp16ToFp32(b->d), w.offset = -8.0f;
+  } else if constexpr (T == GgmlType::kQ4_1) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
+    Nibbles(b->qs, w);
+    w.d = Fp16ToFp32(b->d), w.offset = Fp16ToFp32(b->m);
+  } else if constexpr (T == GgmlType::kQ5_0) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
+    Nibbles(b->qs, w);
+    FifthBits(b->qh, w);
+    w.d = Fp16ToFp32(b->d), w.offset = -16.0f;
+  } else if constexpr (T == GgmlType::kQ5_1) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
+    Nibbles(b->qs, w);
+    FifthBits(b->qh, w);
+    w.d = Fp16ToFp32(b->d), w.offset = Fp16ToFp32(b->m);
+  } else {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
+    w.q[0] = vld1q_s8(b->qs);
+    w.q[1] = vld1q_s8(b->qs + 16);
+    w.d = Fp16ToFp32(b->d), w.offset = 0.0f;
+  }
+}
+
+// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says.
+template <GgmlType T, typename Block, int NT>
+void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
+  float32x4_t lo[NT], hi[NT];  // acc0..3 and acc4..7
+  float corr[NT];
+  for (int t = 0; t < NT; ++t) lo[t] = hi[t] = vdupq_n_f32(0.0f), corr[t] = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    WBlock wb;
+    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8A& ab = a[t][b];
+      const int32x4_t i0 = Dot16(wb.q[0], vld1q_s8(ab.qs));
+      const int32x4_t i1 = Dot16(wb.q[1], vld1q_s8(ab.qs + 16));
+      const float s = wb.d * ab.d;
+      const float32x4_t sv = vdupq_n_f32(s);
+      lo[t] = vfmaq_f32(lo[t], sv, vcvtq_f32_s32(i0));  // fma(s, float(i_l), acc[l])
+      hi[t] = vfmaq_f32(hi[t], sv, vcvtq_f32_s32(i1));
+      if constexpr (T == GgmlType::kQ4_0 || T == GgmlType::kQ5_0) {
+        corr[t] = std::fma(wb.offset * s, static_cast<float>(ab.sum), corr[t]);
+      } else if constexpr (T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1) {
+        corr[t] = std::fma(wb.offset * ab.d, static_cast<float>(ab.sum), corr[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    // (acc0 + acc4, acc1 + acc5, acc2 + acc6, acc3 + acc7), then
+    // ((acc0 + acc4) + (acc2 + acc6)) and ((acc1 + acc5) + (acc3 + acc7)), then their sum.
+    const float32x4_t v = vaddq_f32(lo[t], hi[t]);
+    const float32x2_t p = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+    *y[t] = vpadds_f32(p) + corr[t];
+  }
+}
+
+template <GgmlType T, typename Block>
+void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok, int64_t n,
+            float* y, int64_t y_stride) {
+  constexpr int kGroup = 4;  // tokens sharing each decoded weight block
+  const auto* w = static_cast<const uint8_t*>(w_row);
+  const auto* base = static_cast<const uint8_t*>(acts);
+  const int64_t nb = n / kQK8A;
+  for (int t0 = 0; t0 < n_tok; t0 += kGroup) {
+    const BlockQ8A* a[kGroup];
+    float* out[kGroup];
+    const int nt = std::min(kGroup, n_tok - t0);
+    for (int t = 0; t < nt; ++t) {
+      a[t] = reinterpret_cast<const BlockQ8A*>(base + (t0 + t) * act_row_bytes);
+      out[t] = y + (t0 + t) * y_stride;
+    }
+    switch (nt) {
+      case 4:
+        DotTokens<T, Block, 4>(w, a, nb, out);
+        break;
+      case 3:
+        DotTokens<T, Block, 3>(w, a, nb, out);
+        break;
+      case 2:
+        DotTokens<T, Block, 2>(w, a, nb, out);
+        break;
+      default:
+        DotTokens<T, Block, 1>(w, a, nb, out);
+    }
+  }
+}
+
+#if defined(__ARM_FEATURE_DOTPROD)
+constexpr const char* kName = "neon-dotprod";
+#else
+constexpr const char* kName = "neon";
+#endif
+constexpr Q8AKernels kNeonSet{kName,
+                              Quantize,
+                              RowDot<GgmlType::kQ4_0, BlockQ4_0>,
+                              RowDot<GgmlType::kQ4_1, BlockQ4_1>,
+                              RowDot<GgmlType::kQ5_0, BlockQ5_0>,
+                              RowDot<GgmlType::kQ5_1, BlockQ5_1>,
+                              RowDot<GgmlType::kQ8_0, BlockQ8_0>};
+
+}  // namespace
+
+const Q8AKernels* NeonQ8AKernels() { return &kNeonSet; }
+
+}  // namespace pinfer::quants
+
+#else  // not AArch64
+
 #include "loaders/quants_q8a.h"
 
 namespace pinfer::quants {
 const Q8AKernels* NeonQ8AKernels() { return nullptr; }
 }  // namespace pinfer::quants
+
+#endif
