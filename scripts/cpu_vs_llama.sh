@@ -117,7 +117,7 @@ for f in "${files[@]}"; do
   [[ "$DEPTH" == 0 ]] || sets+=("-p 0 -n $TG_DEPTH -d $DEPTH")
   for s in "${sets[@]}"; do
     i=$((i + 1))
-    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    load=$(cut -d' ' -f1-3 /proc/loadavg) when=$(date -u '+%Y-%m-%d %H:%M')
     printf 'load average before: %s\n\n' "$load" >>"$md"
     # shellcheck disable=SC2086  # $s is a list of flags
     run pagedinfer "$tmp/ours$i.json" "$BIN" bench -m "$f" $s -r "$REPS" -t "$THREADS" -o json
@@ -128,7 +128,7 @@ for f in "${files[@]}"; do
       theirs=$(cat "$tmp/theirs$i.json")
     fi
     jq --arg file "$name" --arg load "$load" --argjson theirs "$theirs" \
-      --slurpfile ours "$tmp/ours$i.json" --arg date "$(date -u '+%Y-%m-%d %H:%M')" \
+      --slurpfile ours "$tmp/ours$i.json" --arg date "$when" \
       --arg version "$version" \
       '. + [{file: $file, date: $date, load_average: $load, pagedinfer_version: $version,
              pagedinfer: $ours[0], llama_cpp: $theirs}]' \
