@@ -15,6 +15,12 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-# The tests run under user-mode emulation; -L finds the target's dynamic loader and libc.
+# The tests run under user-mode emulation. -L / makes the dynamic loader the arm64 multiarch
+# one (/lib/ld-linux-aarch64.so.1, from libc6:arm64), the same glibc build as the libc.so.6 and
+# the abseil/GoogleTest libraries the tests load from /lib/aarch64-linux-gnu. With -L
+# /usr/aarch64-linux-gnu the loader came from the cross toolchain's libc6-arm64-cross
+# (2.36-8cross1) and libc.so.6 from libc6:arm64 (2.36-9+deb12u14): the two builds disagree on
+# the loader's private state, and the first pthread_create looped forever (stories_test and
+# matmul_test, the tests that start a thread pool, never finished).
 find_program(PAGEDINFER_QEMU_AARCH64 qemu-aarch64 REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR "${PAGEDINFER_QEMU_AARCH64};-L;/usr/aarch64-linux-gnu")
+set(CMAKE_CROSSCOMPILING_EMULATOR "${PAGEDINFER_QEMU_AARCH64};-L;/")
