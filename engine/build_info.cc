@@ -8,7 +8,7 @@ namespace pinfer {
 std::string BuildInfo() {
   // The CPU kernel set this process runs (chosen at run time), and the sets the CPU could run.
   std::string cpu = absl::StrCat("kernels ", KernelSetName(ActiveKernelSet()), " of");
-  for (KernelSet s : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+  for (KernelSet s : kAllKernelSets) {
     if (KernelSetRuns(s)) absl::StrAppend(&cpu, " ", KernelSetName(s));
   }
   const std::string march = PAGEDINFER_SIMD_LEVEL;

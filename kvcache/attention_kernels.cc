@@ -21,7 +21,7 @@ int AvailableAttentionKernels(const AttentionKernels** sets, int max_sets) {
 
 const AttentionKernels& AttentionKernelsFor(KernelSet s) {
   const AttentionKernels* k = nullptr;
-  if (s == KernelSet::kAvx2) k = Avx2AttentionKernels();
+  if (UsesAvx2Kernels(s)) k = Avx2AttentionKernels();
   if (s == KernelSet::kNeon) k = NeonAttentionKernels();
   return k != nullptr ? *k : ScalarAttentionKernels();
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "loaders/quants_q8a.h"
 
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
 #include <cpuid.h>
@@ -23,6 +24,8 @@ const char* KernelSetName(KernelSet s) {
       return "scalar";
     case KernelSet::kAvx2:
       return "avx2";
+    case KernelSet::kAvxVnni:
+      return "avxvnni";
     case KernelSet::kNeon:
       return "neon";
   }
@@ -36,6 +39,20 @@ bool CpuRunsAvx2Fma16c() {
   // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+#else
+  return false;
+#endif
+}
+
+bool CpuRunsAvxVnni() {
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+  if (!CpuRunsAvx2Fma16c()) return false;  // also says the OS saves the YMM registers
+  // AVX-VNNI from CPUID leaf 7 subleaf 1, EAX bit 4 (GCC 12 / clang 14 know
+  // __builtin_cpu_supports("avxvnni"); older ones do not).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  return (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif
@@ -60,6 +77,8 @@ bool KernelSetRuns(KernelSet s) {
 #else
       return false;
 #endif
+    case KernelSet::kAvxVnni:
+      return quants::AvxVnniQ8AKernels() != nullptr && CpuRunsAvxVnni();
     case KernelSet::kNeon:
 #if defined(__aarch64__)
       return CpuRunsNeon();
@@ -71,6 +90,7 @@ bool KernelSetRuns(KernelSet s) {
 }
 
 KernelSet BestKernelSet() {
+  if (KernelSetRuns(KernelSet::kAvxVnni)) return KernelSet::kAvxVnni;
   if (KernelSetRuns(KernelSet::kAvx2)) return KernelSet::kAvx2;
   if (KernelSetRuns(KernelSet::kNeon)) return KernelSet::kNeon;
   return KernelSet::kScalar;
@@ -78,22 +98,25 @@ KernelSet BestKernelSet() {
 
 absl::StatusOr<KernelSet> ParseKernelSet(const char* value) {
   if (value == nullptr || *value == '\0') return BestKernelSet();
-  for (KernelSet s : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+  for (KernelSet s : kAllKernelSets) {
     if (std::strcmp(value, KernelSetName(s)) != 0) continue;
     if (KernelSetRuns(s)) return s;
     return absl::InvalidArgumentError(absl::StrCat(
         "PAGEDINFER_KERNELS=", value, ": this ",
         s == KernelSet::kAvx2 ? "CPU does not run AVX2 + FMA + F16C code (or this is not an "
                                 "x86-64 build)"
-                              : "build is not for AArch64 (or the CPU reports no NEON)",
+        : s == KernelSet::kAvxVnni
+            ? "CPU does not run AVX-VNNI + AVX2 + FMA + F16C code (or this build has no "
+              "AVX-VNNI kernels)"
+            : "build is not for AArch64 (or the CPU reports no NEON)",
         "; unset it to use the best set this CPU runs (", KernelSetName(BestKernelSet()),
         "), or set scalar"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("PAGEDINFER_KERNELS=", value,
-                   " is not a kernel set: use scalar, avx2 or neon, or leave it unset for the "
-                   "best set this CPU runs (",
-                   KernelSetName(BestKernelSet()), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "PAGEDINFER_KERNELS=", value,
+      " is not a kernel set: use scalar, avx2, avxvnni or neon, or leave it unset for the "
+      "best set this CPU runs (",
+      KernelSetName(BestKernelSet()), ")"));
 }
 
 absl::StatusOr<KernelSet> KernelSetFromEnvironment() {

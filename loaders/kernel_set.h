@@ -1,12 +1,12 @@
 // The CPU backend's one choice of kernel set: the instruction set that the matmul, dot-product,
 // dequantization and attention kernels run with, made once per process at run time.
 //
-// The build compiles every set it can (scalar always; AVX2 + FMA + F16C on x86-64; NEON on
-// AArch64), each in its own files under `#pragma GCC target` (no global -march), and this file
-// picks one: the environment variable PAGEDINFER_KERNELS (scalar, avx2, neon) when set and not
-// empty, otherwise the best set this CPU runs (cpuid / the kernel's HWCAP). Every kernel family
-// (loaders/quants.h's float kernels, the integer kernels of loaders/quants_int8.h, kvcache's
-// attention kernels) follows the same choice, so a process never mixes sets.
+// The build compiles every set it can (scalar always; AVX2 + FMA + F16C and AVX-VNNI on x86-64;
+// NEON on AArch64), each in its own files under `#pragma GCC target` (no global -march), and this
+// file picks one: the environment variable PAGEDINFER_KERNELS (scalar, avx2, avxvnni, neon) when
+// set and not empty, otherwise the best set this CPU runs (cpuid / the kernel's HWCAP). Every
+// kernel family (loaders/quants.h's float kernels, the integer kernels of loaders/quants_int8.h,
+// kvcache's attention kernels) follows the same choice, so a process never mixes sets.
 //
 // Numerics: within one set every contract of loaders/quants.h holds bit for bit; between sets
 // results differ in the order of float additions only (see quants.h).
@@ -16,13 +16,26 @@
 
 namespace pinfer {
 
-enum class KernelSet { kScalar, kAvx2, kNeon };
+// kAvxVnni: the AVX2 set with the integer (Q8A row and tile) kernels' u8 x s8 dots done by
+// AVX-VNNI's 256-bit vpdpbusd; bit for bit the AVX2 set's results (its float, K-quant and
+// attention kernels are the AVX2 ones).
+enum class KernelSet { kScalar, kAvx2, kAvxVnni, kNeon };
 
-// "scalar", "avx2", "neon".
+// Every set, in the order --version lists them.
+inline constexpr KernelSet kAllKernelSets[] = {KernelSet::kScalar, KernelSet::kAvx2,
+                                               KernelSet::kAvxVnni, KernelSet::kNeon};
+
+// "scalar", "avx2", "avxvnni", "neon".
 const char* KernelSetName(KernelSet s);
 
 // Whether this CPU (and OS) runs AVX2, FMA and F16C code: false on other architectures.
 bool CpuRunsAvx2Fma16c();
+// Whether this CPU runs AVX-VNNI (VEX, 256-bit) code besides AVX2 + FMA + F16C.
+bool CpuRunsAvxVnni();
+// Whether s runs the AVX2 float, K-quant and attention kernels (avx2, avxvnni).
+inline bool UsesAvx2Kernels(KernelSet s) {
+  return s == KernelSet::kAvx2 || s == KernelSet::kAvxVnni;
+}
 // Whether this CPU runs AArch64 NEON code: false on other architectures.
 bool CpuRunsNeon();
 

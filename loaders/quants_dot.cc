@@ -63,7 +63,7 @@ const FloatKernels& ScalarFloatKernels() {
 }
 
 const FloatKernels& FloatKernelsFor(KernelSet s) {
-  if (s == KernelSet::kAvx2 && Avx2FloatKernels() != nullptr) return *Avx2FloatKernels();
+  if (UsesAvx2Kernels(s) && Avx2FloatKernels() != nullptr) return *Avx2FloatKernels();
   return ScalarFloatKernels();
 }
 

@@ -66,6 +66,9 @@ struct Q8AKernels {
 const Q8AKernels& ScalarQ8AKernels();
 // The AVX2 set (needs AVX2, FMA and F16C; the caller checks the CPU); nullptr off x86-64.
 const Q8AKernels* Avx2Q8AKernels();
+// The same kernels with AVX-VNNI dots (bit for bit Avx2Q8AKernels()'s values); null where not
+// built.
+const Q8AKernels* AvxVnniQ8AKernels();
 // The NEON set; nullptr off AArch64.
 const Q8AKernels* NeonQ8AKernels();
 // The set's table (scalar where this build has no such set).

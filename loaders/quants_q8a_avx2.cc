@@ -1,7 +1,13 @@
 // The AVX2 set of quants_q8a.h: 32 weight codes per block in one register, multiplied into each
 // token's 32 activation codes with maddubs (unsigned x signed bytes, pairs summed to int16)
 // and madd (pairs summed to int32): the eight int32 lanes are the header's lane sums i_l.
-#if defined(__x86_64__) || defined(_M_X64)
+// PINFER_AVXVNNI: 1 when quants_*_avxvnni.cc includes this file to build the same kernels for
+// the AVX-VNNI set (one vpdpbusd per u8 x s8 dot, see DotU8S8); 0 for the AVX2 set.
+#ifndef PINFER_AVXVNNI
+#define PINFER_AVXVNNI 0
+#define PINFER_AVXVNNI_COMPILES 1
+#endif
+#if (defined(__x86_64__) || defined(_M_X64)) && PINFER_AVXVNNI_COMPILES
 #include <immintrin.h>
 
 #include <algorithm>
@@ -12,7 +18,12 @@
 #include "loaders/quants_q8a.h"
 
 // Everything below is compiled for AVX2 + FMA + F16C (see quants_simd.h).
-#if defined(__clang__)
+#if PINFER_AVXVNNI && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avxvnni"))), apply_to = function)
+#elif PINFER_AVXVNNI && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
@@ -21,9 +32,33 @@
 
 #include "loaders/quants_simd.h"
 
-namespace pinfer::quants::q8a_avx2 {
+#if PINFER_AVXVNNI
+#define PINFER_Q8A_NS q8a_avxvnni
+#define PINFER_Q8A_NAME "avxvnni"
+#define PINFER_Q8A_ACCESSOR AvxVnniQ8AKernels
+#else
+#define PINFER_Q8A_NS q8a_avx2
+#define PINFER_Q8A_NAME "avx2"
+#define PINFER_Q8A_ACCESSOR Avx2Q8AKernels
+#endif
+
+namespace pinfer::quants::PINFER_Q8A_NS {
 namespace {
 using namespace simd;
+
+// The eight int32 lanes of a u8 x s8 dot: lane l = sum of u[4l + j] * s[4l + j], j < 4. AVX2:
+// vpmaddubsw (pairs to int16, saturating) then vpmaddwd by ones; AVX-VNNI: one vpdpbusd (no
+// int16 step). The two are equal here because vpmaddubsw never saturates: u is a weight code,
+// 0..15 (4-bit), 0..31 (5-bit) or |w| <= 128 (Q8_0, its sign moved onto the activation), and
+// s an activation code with |s| <= 127, so a pair sums to at most 2 x 128 x 127 = 32512 < 32767.
+// So the sets' integer sums, and every float after them, are bit for bit the same.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+#if PINFER_AVXVNNI
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
 
 void Quantize(const float* x, void* out, int64_t n) {
   auto* b = static_cast<BlockQ8A*>(out);
@@ -96,7 +131,6 @@ inline void Decode(const uint8_t* blk, WBlock& w) {
 // NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[NT];
   float corr[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), corr[t] = 0.0f;
@@ -107,7 +141,7 @@ void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* co
       const BlockQ8A& ab = a[t][b];
       __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
       if constexpr (T == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, wb.sgn);
-      const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(wb.q, av), ones);
+      const __m256i lanes = DotU8S8(wb.q, av);
       const float s = wb.d * ab.d;
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(s), _mm256_cvtepi32_ps(lanes), acc[t]);
       if constexpr (T == GgmlType::kQ4_0 || T == GgmlType::kQ5_0) {
@@ -151,7 +185,7 @@ void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_to
   }
 }
 
-constexpr Q8AKernels kAvx2 = {"avx2",
+constexpr Q8AKernels kAvx2 = {PINFER_Q8A_NAME,
                               Quantize,
                               RowDot<GgmlType::kQ4_0, BlockQ4_0>,
                               RowDot<GgmlType::kQ4_1, BlockQ4_1>,
@@ -160,10 +194,10 @@ constexpr Q8AKernels kAvx2 = {"avx2",
                               RowDot<GgmlType::kQ8_0, BlockQ8_0>};
 
 }  // namespace
-}  // namespace pinfer::quants::q8a_avx2
+}  // namespace pinfer::quants::PINFER_Q8A_NS
 
 namespace pinfer::quants {
-const Q8AKernels* Avx2Q8AKernels() { return &q8a_avx2::kAvx2; }
+const Q8AKernels* PINFER_Q8A_ACCESSOR() { return &PINFER_Q8A_NS::kAvx2; }
 }  // namespace pinfer::quants
 
 #if defined(__clang__)
@@ -172,12 +206,16 @@ const Q8AKernels* Avx2Q8AKernels() { return &q8a_avx2::kAvx2; }
 #pragma GCC pop_options
 #endif
 
-#else  // not x86-64
+#else  // not x86-64 (or no AVX-VNNI in this compiler)
 
 #include "loaders/quants_q8a.h"
 
 namespace pinfer::quants {
+#if PINFER_AVXVNNI
+const Q8AKernels* AvxVnniQ8AKernels() { return nullptr; }
+#else
 const Q8AKernels* Avx2Q8AKernels() { return nullptr; }
+#endif
 }  // namespace pinfer::quants
 
 #endif

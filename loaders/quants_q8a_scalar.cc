@@ -124,6 +124,7 @@ const Q8AKernels& ScalarQ8AKernels() { return kScalar; }
 const Q8AKernels& Q8AKernelsFor(KernelSet s) {
   const Q8AKernels* k = nullptr;
   if (s == KernelSet::kAvx2) k = Avx2Q8AKernels();
+  if (s == KernelSet::kAvxVnni) k = AvxVnniQ8AKernels();
   if (s == KernelSet::kNeon) k = NeonQ8AKernels();
   return k != nullptr ? *k : kScalar;
 }

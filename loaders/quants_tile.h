@@ -33,5 +33,7 @@ struct Q8ATileKernels {
 };
 const Q8ATileKernels& ScalarQ8ATileKernels();
 const Q8ATileKernels* Avx2Q8ATileKernels();
+// The same tiles with AVX-VNNI dots (bit for bit the AVX2 values); null where not built.
+const Q8ATileKernels* AvxVnniQ8ATileKernels();
 
 }  // namespace pinfer::quants

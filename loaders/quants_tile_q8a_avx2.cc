@@ -12,7 +12,13 @@
 // Cache blocking as quants_tile_avx2.cc: chunks of tokens whose activations fit
 // in 256 KiB, each R weight rows meeting every T-token group of the chunk in
 // turn.
-#if defined(__x86_64__) || defined(_M_X64)
+// PINFER_AVXVNNI: 1 when quants_*_avxvnni.cc includes this file to build the same kernels for
+// the AVX-VNNI set (one vpdpbusd per u8 x s8 dot, see DotU8S8); 0 for the AVX2 set.
+#ifndef PINFER_AVXVNNI
+#define PINFER_AVXVNNI 0
+#define PINFER_AVXVNNI_COMPILES 1
+#endif
+#if (defined(__x86_64__) || defined(_M_X64)) && PINFER_AVXVNNI_COMPILES
 #include <immintrin.h>
 
 #include <algorithm>
@@ -27,7 +33,12 @@
 #include "loaders/quants_q8a.h"
 #include "loaders/quants_tile.h"
 
-#if defined(__clang__)
+#if PINFER_AVXVNNI && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avxvnni"))), apply_to = function)
+#elif PINFER_AVXVNNI && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
@@ -38,6 +49,20 @@
 
 namespace pinfer::quants {
 namespace {
+
+// The eight int32 lanes of a u8 x s8 dot: lane l = sum of u[4l + j] * s[4l + j], j < 4. AVX2:
+// vpmaddubsw (pairs to int16, saturating) then vpmaddwd by ones; AVX-VNNI: one vpdpbusd (no
+// int16 step). The two are equal here because vpmaddubsw never saturates: u is a weight code,
+// 0..15 (4-bit), 0..31 (5-bit) or |w| <= 128 (Q8_0, its sign moved onto the activation), and
+// s an activation code with |s| <= 127, so a pair sums to at most 2 x 128 x 127 = 32512 < 32767.
+// So the sets' integer sums, and every float after them, are bit for bit the same.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+#if PINFER_AVXVNNI
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
 
 // 2 x 4: 8 float accumulator vectors. Measured on gemm_bench's 4096 x 4096 x
 // 512-token problem (one Zen 4 core, AVX2): Q4_0 89 GOP/s (1 x 4: 86, 2 x 3:
@@ -125,7 +150,6 @@ void Tile(const uint8_t* w, int64_t w_row_bytes, const uint8_t* act, int64_t act
           int64_t nb, float* y, int64_t y_row_stride) {
   using F = Format<Ty>;
   constexpr int64_t kBlock = sizeof(typename F::Block);
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R * T];
   for (int p = 0; p < R * T; ++p) acc[p] = _mm256_setzero_ps();
   __m256 corr = _mm256_setzero_ps();
@@ -146,7 +170,7 @@ void Tile(const uint8_t* w, int64_t w_row_bytes, const uint8_t* act, int64_t act
       const __m256 d_a = _mm256_broadcast_ss(&ab[t]->d);
       for (int r = 0; r < R; ++r) {
         const __m256i a = Ty == GgmlType::kQ8_0 ? _mm256_sign_epi8(av, c[r].sgn) : av;
-        const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(c[r].q, a), ones);
+        const __m256i lanes = DotU8S8(c[r].q, a);
         acc[T * r + t] =
             _mm256_fmadd_ps(_mm256_mul_ps(d_w[r], d_a), _mm256_cvtepi32_ps(lanes), acc[T * r + t]);
       }
@@ -216,7 +240,7 @@ void TileDot(const void* w, int64_t w_row_bytes, int n_rows, const void* acts,
   }
 }
 
-constexpr Q8ATileKernels kAvx2Set{"avx2",
+constexpr Q8ATileKernels kAvx2Set{PINFER_AVXVNNI ? "avxvnni" : "avx2",
                                   TileDot<GgmlType::kQ4_0>,
                                   TileDot<GgmlType::kQ4_1>,
                                   TileDot<GgmlType::kQ5_0>,
@@ -233,15 +257,23 @@ constexpr Q8ATileKernels kAvx2Set{"avx2",
 #endif
 
 namespace pinfer::quants {
+#if PINFER_AVXVNNI
+const Q8ATileKernels* AvxVnniQ8ATileKernels() { return &kAvx2Set; }
+#else
 const Q8ATileKernels* Avx2Q8ATileKernels() { return &kAvx2Set; }
+#endif
 }  // namespace pinfer::quants
 
-#else  // not x86-64
+#else  // not x86-64 (or no AVX-VNNI in this compiler)
 
 #include "loaders/quants_tile.h"
 
 namespace pinfer::quants {
+#if PINFER_AVXVNNI
+const Q8ATileKernels* AvxVnniQ8ATileKernels() { return nullptr; }
+#else
 const Q8ATileKernels* Avx2Q8ATileKernels() { return nullptr; }
+#endif
 }  // namespace pinfer::quants
 
 #endif

@@ -48,7 +48,7 @@ const quants::Q8AKernels& ActiveQ8A() {
 const quants::KQuantKernels& ActiveKQuant() {
   static const quants::KQuantKernels* const k = [] {
     const quants::KQuantKernels* set = nullptr;
-    if (ActiveKernelSet() == KernelSet::kAvx2) set = quants::Avx2KQuantKernels();
+    if (UsesAvx2Kernels(ActiveKernelSet())) set = quants::Avx2KQuantKernels();
     if (ActiveKernelSet() == KernelSet::kNeon) set = quants::NeonKQuantKernels();
     return set != nullptr ? set : &quants::ScalarKQuantKernels();
   }();
@@ -61,13 +61,15 @@ const quants::KQuantKernels& ActiveKQuant() {
 // the scalar ones), which give the same floats.
 const quants::KQuantTileKernels* ActiveKQuantTile() {
   static const quants::KQuantTileKernels* const k =
-      ActiveKernelSet() == KernelSet::kAvx2 ? quants::Avx2KQuantTileKernels() : nullptr;
+      UsesAvx2Kernels(ActiveKernelSet()) ? quants::Avx2KQuantTileKernels() : nullptr;
   return k;
 }
 
 const quants::Q8ATileKernels* ActiveQ8ATile() {
   static const quants::Q8ATileKernels* const k =
-      ActiveKernelSet() == KernelSet::kAvx2 ? quants::Avx2Q8ATileKernels() : nullptr;
+      ActiveKernelSet() == KernelSet::kAvxVnni ? quants::AvxVnniQ8ATileKernels()
+      : ActiveKernelSet() == KernelSet::kAvx2  ? quants::Avx2Q8ATileKernels()
+                                               : nullptr;
   return k;
 }
 

@@ -14,7 +14,13 @@ TEST(KernelSet, EmptyOrUnsetMeansTheBestSetThisCpuRuns) {
   EXPECT_TRUE(KernelSetRuns(BestKernelSet()));
   EXPECT_TRUE(KernelSetRuns(KernelSet::kScalar));
 #if defined(__x86_64__)
-  EXPECT_EQ(BestKernelSet() == KernelSet::kAvx2, CpuRunsAvx2Fma16c());
+  EXPECT_EQ(BestKernelSet() == KernelSet::kAvxVnni, KernelSetRuns(KernelSet::kAvxVnni));
+  if (!KernelSetRuns(KernelSet::kAvxVnni)) {
+    EXPECT_EQ(BestKernelSet() == KernelSet::kAvx2, CpuRunsAvx2Fma16c());
+  }
+  if (KernelSetRuns(KernelSet::kAvxVnni)) {
+    EXPECT_TRUE(KernelSetRuns(KernelSet::kAvx2));
+  }
 #endif
 }
 
@@ -28,9 +34,10 @@ TEST(KernelSet, ScalarIsAlwaysThere) {
 TEST(KernelSet, UnknownNamesAndSetsTheCpuCannotRunAreErrorsThatSayWhatToDo) {
   const absl::StatusOr<KernelSet> bad = ParseKernelSet("avx512");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(std::string(bad.status().message()).find("scalar, avx2 or neon"), std::string::npos)
+  EXPECT_NE(std::string(bad.status().message()).find("scalar, avx2, avxvnni or neon"),
+            std::string::npos)
       << bad.status();
-  for (KernelSet s : {KernelSet::kAvx2, KernelSet::kNeon}) {
+  for (KernelSet s : {KernelSet::kAvx2, KernelSet::kAvxVnni, KernelSet::kNeon}) {
     const absl::StatusOr<KernelSet> r = ParseKernelSet(KernelSetName(s));
     EXPECT_EQ(r.ok(), KernelSetRuns(s)) << KernelSetName(s);
     if (!r.ok()) {

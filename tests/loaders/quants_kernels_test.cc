@@ -256,7 +256,7 @@ TEST(QuantsKernels, DotF32TileIsDotRowBitForBit) {
 TEST(QuantsKernels, EverySetKeepsTheExactContracts) {
   using namespace quants;
   EXPECT_EQ(&ActiveFloatKernels(), &FloatKernelsFor(ActiveKernelSet()));
-  for (KernelSet set : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+  for (KernelSet set : kAllKernelSets) {
     if (!KernelSetRuns(set)) continue;
     const FloatKernels& k = FloatKernelsFor(set);
     for (GgmlType t : kExactTypes) {

@@ -27,7 +27,7 @@ constexpr GgmlType kTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0
 
 std::vector<KernelSet> Sets() {
   std::vector<KernelSet> sets;
-  for (KernelSet s : {KernelSet::kScalar, KernelSet::kAvx2, KernelSet::kNeon}) {
+  for (KernelSet s : kAllKernelSets) {
     if (KernelSetRuns(s)) sets.push_back(s);
   }
   return sets;

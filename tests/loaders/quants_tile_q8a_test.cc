@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 #include "loaders/quants_q8a.h"
 #include "loaders/quants_tile.h"
@@ -34,6 +35,9 @@ std::vector<Set> Sets() {
   std::vector<Set> sets{{&ScalarQ8ATileKernels(), &ScalarQ8AKernels()}};
   if (Avx2Q8ATileKernels() != nullptr && Avx2Q8AKernels() != nullptr && CpuHasAvx2())
     sets.push_back({Avx2Q8ATileKernels(), Avx2Q8AKernels()});
+  if (AvxVnniQ8ATileKernels() != nullptr && AvxVnniQ8AKernels() != nullptr &&
+      KernelSetRuns(KernelSet::kAvxVnni))
+    sets.push_back({AvxVnniQ8ATileKernels(), AvxVnniQ8AKernels()});
   return sets;
 }
 
