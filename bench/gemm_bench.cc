@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 #include "loaders/quants_q8a.h"
 #include "loaders/quants_q8k.h"
@@ -143,6 +144,24 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
       benchmark::RegisterBenchmark(("BM_TileGemm/" + suffix).c_str(), BM_TileGemm, f.tile, f.type,
                                    n_tok)
           ->Unit(benchmark::kMillisecond);
+    }
+  }
+  // The AVX-VNNI set's Q8A kernels (its K-quant kernels are the AVX2 ones above).
+  if (quants::AvxVnniQ8AKernels() != nullptr && KernelSetRuns(KernelSet::kAvxVnni)) {
+    const quants::Q8AKernels& rows_v = *quants::AvxVnniQ8AKernels();
+    const quants::Q8ATileKernels& tiles_v = *quants::AvxVnniQ8ATileKernels();
+    const Format vnni[] = {{"Q4_0", GgmlType::kQ4_0, rows_v.q4_0, tiles_v.q4_0},
+                           {"Q8_0", GgmlType::kQ8_0, rows_v.q8_0, tiles_v.q8_0}};
+    for (const Format& f : vnni) {
+      for (int n_tok : {8, 512}) {
+        const std::string suffix = std::string("avxvnni/") + f.name + "/" + std::to_string(n_tok);
+        benchmark::RegisterBenchmark(("BM_RowGemm/" + suffix).c_str(), BM_RowGemm, f.row, f.type,
+                                     n_tok)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("BM_TileGemm/" + suffix).c_str(), BM_TileGemm, f.tile, f.type,
+                                     n_tok)
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
 #endif

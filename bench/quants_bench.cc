@@ -161,6 +161,7 @@ void BM_Q8AQuantize(benchmark::State& state, KernelSet set) {
 PINFER_Q8A_SET(Scalar);
 #if defined(__x86_64__) || defined(_M_X64)
 PINFER_Q8A_SET(Avx2);
+PINFER_Q8A_SET(AvxVnni);  // skipped where the CPU has no AVX-VNNI
 #endif
 #if defined(__aarch64__)
 PINFER_Q8A_SET(Neon);
