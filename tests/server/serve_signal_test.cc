@@ -53,8 +53,13 @@ TEST(ServeSignalTest, SigtermEndsStreamsWithAnErrorEventAndDoneThenExitsZero) {
   if (Binary().empty()) GTEST_SKIP() << "PAGEDINFER_BIN is not set (ctest sets it)";
   Serve serve(Binary(), model, "0.5");
   ASSERT_GT(serve.port(), 0) << serve.Log();
+  // 40 streams of 900 tokens, 2 at a time: 18,000 decode steps, about 8 s at stories260K's
+  // 0.46 ms per token here, so most are still running or queued when the 0.5 s drain ends,
+  // even after the wait below (at most 2 s). With 8 streams (3,600 steps, ~1.7 s) a fast run
+  // could finish them all before the signal and see no error event.
+  constexpr int kStreams = 40;
   std::vector<int> streams;
-  for (int i = 0; i < 8; ++i) {  // 2 run at once: most are still queued at the deadline
+  for (int i = 0; i < kStreams; ++i) {
     const int fd = ConnectTcp(serve.port());
     ASSERT_TRUE(SendAll(fd, StreamRequest(900)));
     streams.push_back(fd);
@@ -65,7 +70,10 @@ TEST(ServeSignalTest, SigtermEndsStreamsWithAnErrorEventAndDoneThenExitsZero) {
   // comes is refused with a 503, rightly, and this test would not see its stream).
   for (int i = 0; i < 100; ++i) {
     const std::string m = pinfer::testing::HttpClient(serve.port()).Get("/metrics").body;
-    if (m.find("pagedinfer_requests_accepted_total 8\n") != std::string::npos) break;
+    if (m.find("pagedinfer_requests_accepted_total " + std::to_string(kStreams) + "\n") !=
+        std::string::npos) {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   serve.Signal(SIGTERM);
@@ -80,7 +88,8 @@ TEST(ServeSignalTest, SigtermEndsStreamsWithAnErrorEventAndDoneThenExitsZero) {
     if (got.find("data: {\"error\"") != std::string::npos) ++errors;
   }
   EXPECT_EQ(serve.Wait(30), 0) << serve.Log();
-  EXPECT_GT(errors, 0) << "8 streams of 900 tokens, 2 at a time, cannot all end in 0.5 s";
+  EXPECT_GT(errors, 0) << kStreams
+                       << " streams of 900 tokens, 2 at a time, cannot all end in 0.5 s";
   EXPECT_NE(serve.Log().find("shutdown: done"), std::string::npos) << serve.Log();
 }
 
