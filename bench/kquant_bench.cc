@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/quantized_weights.h"
 #include "benchmark/benchmark.h"
 #include "engine/memory/cpu_workspace_layout.h"
 #include "loaders/quants.h"
@@ -25,35 +26,10 @@ namespace {
 
 using quants::KQuantKernels;
 
-constexpr int64_t kCols = 4096, kRows = 4096;
-constexpr int64_t kDistinctRows = 64;  // quantized once, then tiled to fill the matrix
-
-struct Matrix {
-  size_t row_bytes;
-  std::vector<uint8_t> data;
-};
-
-const Matrix& WeightsOf(GgmlType t) {
-  static std::vector<std::pair<GgmlType, Matrix>> cache;
-  for (auto& [type, m] : cache) {
-    if (type == t) return m;
-  }
-  std::mt19937 rng(42);
-  std::normal_distribution<float> gauss(0.0f, 0.02f);
-  std::vector<float> row(kCols);
-  Matrix m{GgmlRowBytes(t, kCols), {}};
-  m.data.resize(m.row_bytes * kRows);
-  for (int64_t r = 0; r < kDistinctRows; ++r) {
-    for (float& v : row) v = gauss(rng);
-    QuantizeRow(t, row.data(), m.data.data() + r * m.row_bytes, kCols);
-  }
-  for (int64_t r = kDistinctRows; r < kRows; ++r) {
-    std::memcpy(m.data.data() + r * m.row_bytes, m.data.data() + (r % kDistinctRows) * m.row_bytes,
-                m.row_bytes);
-  }
-  cache.emplace_back(t, std::move(m));
-  return cache.back().second;
-}
+using bench::kCols;
+using bench::kRows;
+using bench::Matrix;
+using bench::WeightsOf;
 
 std::vector<float> Inputs(int n_tok) {
   std::mt19937 rng(7);
