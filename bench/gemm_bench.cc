@@ -5,7 +5,8 @@
 //   BM_RowGemm/<set>/<format>/<tokens>: before. The set's RowDotFn per weight row over all the
 //     tokens (MatMul's batched integer path).
 //   BM_TileGemm/<set>/<format>/<tokens>: after. The set's TileDotFn over the whole matrix (its
-//     own tiling and token chunks).
+//     own tiling and token chunks); the K-quants only (the 32-value formats have no tiles: their
+//     row-interleaved kernels replace them).
 // op/s counts a multiply and an add per weight and token (2 * rows * cols * tokens per pass);
 // bytes processed are weight bytes. Only the AVX2 set runs here (the scalar one would take
 // minutes per pass); a 1-row pass of the scalar tiles is left to the tests.
@@ -99,15 +100,14 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
   const quants::KQuantKernels& rows = *quants::Avx2KQuantKernels();
   const quants::KQuantTileKernels& tiles = *quants::Avx2KQuantTileKernels();
   const quants::Q8AKernels& rows_a = *quants::Avx2Q8AKernels();
-  const quants::Q8ATileKernels& tiles_a = *quants::Avx2Q8ATileKernels();
   struct Format {
     const char* name;
     GgmlType type;
     quants::RowDotFn row;
-    quants::TileDotFn tile;
+    quants::TileDotFn tile;  // null: the format has no tile kernel (Q8A: rows only)
   };
-  const Format formats[] = {{"Q4_0", GgmlType::kQ4_0, rows_a.q4_0, tiles_a.q4_0},
-                            {"Q8_0", GgmlType::kQ8_0, rows_a.q8_0, tiles_a.q8_0},
+  const Format formats[] = {{"Q4_0", GgmlType::kQ4_0, rows_a.q4_0, nullptr},
+                            {"Q8_0", GgmlType::kQ8_0, rows_a.q8_0, nullptr},
                             {"Q4_K", GgmlType::kQ4_K, rows.q4_k, tiles.q4_k},
                             {"Q5_K", GgmlType::kQ5_K, rows.q5_k, tiles.q5_k},
                             {"Q6_K", GgmlType::kQ6_K, rows.q6_k, tiles.q6_k}};
@@ -117,6 +117,7 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
       benchmark::RegisterBenchmark(("BM_RowGemm/" + suffix).c_str(), BM_RowGemm, f.row, f.type,
                                    n_tok)
           ->Unit(benchmark::kMillisecond);
+      if (f.tile == nullptr) continue;
       benchmark::RegisterBenchmark(("BM_TileGemm/" + suffix).c_str(), BM_TileGemm, f.tile, f.type,
                                    n_tok)
           ->Unit(benchmark::kMillisecond);
@@ -125,16 +126,12 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
   // The AVX-VNNI set's Q8A kernels (its K-quant kernels are the AVX2 ones above).
   if (quants::AvxVnniQ8AKernels() != nullptr && KernelSetRuns(KernelSet::kAvxVnni)) {
     const quants::Q8AKernels& rows_v = *quants::AvxVnniQ8AKernels();
-    const quants::Q8ATileKernels& tiles_v = *quants::AvxVnniQ8ATileKernels();
-    const Format vnni[] = {{"Q4_0", GgmlType::kQ4_0, rows_v.q4_0, tiles_v.q4_0},
-                           {"Q8_0", GgmlType::kQ8_0, rows_v.q8_0, tiles_v.q8_0}};
+    const Format vnni[] = {{"Q4_0", GgmlType::kQ4_0, rows_v.q4_0, nullptr},
+                           {"Q8_0", GgmlType::kQ8_0, rows_v.q8_0, nullptr}};
     for (const Format& f : vnni) {
       for (int n_tok : {8, 512}) {
         const std::string suffix = std::string("avxvnni/") + f.name + "/" + std::to_string(n_tok);
         benchmark::RegisterBenchmark(("BM_RowGemm/" + suffix).c_str(), BM_RowGemm, f.row, f.type,
-                                     n_tok)
-            ->Unit(benchmark::kMillisecond);
-        benchmark::RegisterBenchmark(("BM_TileGemm/" + suffix).c_str(), BM_TileGemm, f.tile, f.type,
                                      n_tok)
             ->Unit(benchmark::kMillisecond);
       }

@@ -16,7 +16,7 @@
 
 namespace pinfer {
 
-// kAvxVnni: the AVX2 set with the integer (Q8A row and tile) kernels' u8 x s8 dots done by
+// kAvxVnni: the AVX2 set with the integer (Q8A row) kernels' u8 x s8 dots done by
 // AVX-VNNI's 256-bit vpdpbusd; bit for bit the AVX2 set's results (its float, K-quant and
 // attention kernels are the AVX2 ones).
 enum class KernelSet { kScalar, kAvx2, kAvxVnni, kNeon };

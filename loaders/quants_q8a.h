@@ -12,25 +12,33 @@
 //
 // Row dot products (RowDotFn): w_row holds n / 32 weight blocks of the format, acts + t *
 // act_row_bytes token t's n / 32 BlockQ8A, and y[t * y_stride] receives the dot of the
-// dequantized weights with the dequantized activations, computed as follows. Per weight block b
-// and token: q_j is the weight's integer code as stored, unsigned for the nibble formats (Q4_0,
-// Q4_1: 0..15; Q5_0, Q5_1: 0..31) and signed for Q8_0; a_j the activation codes; the eight lane
-// sums i_l = sum_{k<4} q_{4l+k} a_{4l+k} (l < 8) are exact int32;
-//   s_b = d_w * d_a (float product), and for every lane acc[l] = fma(s_b, float(i_l), acc[l]);
-//   the offset: Q4_0 (x = d (q - 8)): corr = fma(-8 s_b, float(sum_a), corr);
-//               Q5_0 (x = d (q - 16)): corr = fma(-16 s_b, float(sum_a), corr);
-//               Q4_1 / Q5_1 (x = d q + m): corr = fma(m_w * d_a, float(sum_a), corr); Q8_0: none;
-// with d_w, m_w the block's fp16 fields as floats, acc and corr starting at +0 and taking the
-// blocks in row order. Then y = (((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 +
-// acc7))) + corr. Every set computes exactly these floats (the lanes are AVX2's 8 x int32 of
-// maddubs + madd and NEON's two vdotq, or vmull_s8 with two pairwise adds), so the sets agree
-// bit for bit, and y[t] is bit for bit the same whatever n_tok and t (quants_int8.h's batch
-// invariance). The weight row is decoded once per block and used for every token of the call.
-// Pointers need no alignment; n >= 32.
+// dequantized weights with the dequantized activations, computed as follows (llama.cpp's own
+// per-block order, sumi * d_w * d_a, with an fma). Per weight block b and token: q_j is the
+// weight's integer code as stored, unsigned for the nibble formats (Q4_0, Q4_1: 0..15; Q5_0,
+// Q5_1: 0..31) and signed for Q8_0; a_j the activation codes; sum_a the activation block's stored
+// sum of codes; the block's integer sum is the exact int32
+//   i_b = sum_{j<32} q_j a_j,  less 8 sum_a for Q4_0 (x = d (q - 8)), 16 sum_a for Q5_0
+//   (x = d (q - 16)),
+// so |i_b| <= 32 x 128 x 127 < 2^24 and float(i_b) is exact. With d_w (and m_w) the block's fp16
+// fields as floats, d_a the activation block's stored scale, every product rounded to float:
+//   Q4_0, Q5_0, Q8_0:  acc = fma(d_w * d_a, float(i_b), acc)
+//   Q4_1, Q5_1:        acc = fma(d_w * d_a, float(i_b), acc); acc = fma(m_w * d_a, float(sum_a),
+//   acc)
+// acc starts at +0 and takes the blocks in row order; y = acc. Every set computes exactly these
+// floats (the sets differ only in how they form the exact i_b: AVX2's maddubs + madd or
+// AVX-VNNI's vpdpbusd, NEON's vdotq or widening multiplies, then integer reductions of several
+// blocks together), so the sets agree bit for bit, and y[t] is bit for bit the same whatever
+// n_tok and t (quants_int8.h's batch invariance). A kernel that lays several weight rows out
+// together (vector lanes = rows) can compute the same floats, since each (row, token) pair is
+// one scalar chain. The weight row is decoded once per block and used for every token of the
+// call. Pointers need no alignment; n >= 32.
 //
 // Accuracy against the float dot of the dequantized weights with the float activations: the
 // activation codes carry the rounding (at most d_a / 2 per value), so the error is about
-// sum_j |w_j| d_a / 2 / sqrt(3) (random rounding); quants_q8a_test states and measures it.
+// sum_j |w_j| d_a / 2 / sqrt(3) (random rounding); the float steps add at most one rounding per
+// fma and product (relative 2^-24 each, n / 16 of them on the chain). quants_q8a_test states the
+// bound |y - ref| <= sum_b (1 + 2^-11) (d_a,b / 2) sum_{j in b} |w_j| + (2^-11 + 1e-5) sum_j
+// |w_j x_j| (n <= 4096) and measures the error.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // The AVX2 set of quants_q8a.h: 32 weight codes per block in one register, multiplied into each
 // token's 32 activation codes with maddubs (unsigned x signed bytes, pairs summed to int16)
-// and madd (pairs summed to int32): the eight int32 lanes are the header's lane sums i_l.
+// and madd (pairs summed to int32) into eight int32 lanes whose sum is the block's exact integer
+// sum (the header's i_b before its offset); see DotTokens for the reduction and the float chain.
 // PINFER_AVXVNNI: 1 when quants_*_avxvnni.cc includes this file to build the same kernels for
 // the AVX-VNNI set (one vpdpbusd per u8 x s8 dot, see DotU8S8); 0 for the AVX2 set.
 #ifndef PINFER_AVXVNNI
@@ -11,6 +12,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "loaders/fp16.h"
@@ -99,59 +101,130 @@ void Quantize(const float* x, void* out, int64_t n) {
 
 // One weight block's codes (32 bytes in value order) and coefficients.
 struct WBlock {
-  __m256i q;     // unsigned codes; for Q8_0 |q| (with `sgn` the signed codes)
-  __m256i sgn;   // Q8_0 only
-  float d;       // d_w
-  float offset;  // -8 / -16 (times s_b), m_w (times d_a)
+  __m256i q;    // unsigned codes; for Q8_0 |q| (with `sgn` the signed codes)
+  __m256i sgn;  // Q8_0 only
+  float d;      // d_w
+  float m;      // m_w (Q4_1, Q5_1)
 };
 
 template <GgmlType T>
 inline void Decode(const uint8_t* blk, WBlock& w) {
   if constexpr (T == GgmlType::kQ4_0) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
-    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d), w.offset = -8.0f;
+    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d);
   } else if constexpr (T == GgmlType::kQ4_1) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
-    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d), w.offset = HalfToFloat(b->m);
+    w.q = Nibbles16(b->qs), w.d = HalfToFloat(b->d), w.m = HalfToFloat(b->m);
   } else if constexpr (T == GgmlType::kQ5_0) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
     w.q = _mm256_or_si256(Nibbles16(b->qs), FifthBits(b->qh));
-    w.d = HalfToFloat(b->d), w.offset = -16.0f;
+    w.d = HalfToFloat(b->d);
   } else if constexpr (T == GgmlType::kQ5_1) {
     const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
     w.q = _mm256_or_si256(Nibbles16(b->qs), FifthBits(b->qh));
-    w.d = HalfToFloat(b->d), w.offset = HalfToFloat(b->m);
+    w.d = HalfToFloat(b->d), w.m = HalfToFloat(b->m);
   } else {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
     w.sgn = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    w.q = _mm256_abs_epi8(w.sgn), w.d = HalfToFloat(b->d), w.offset = 0.0f;
+    w.q = _mm256_abs_epi8(w.sgn), w.d = HalfToFloat(b->d);
   }
 }
 
+// The offset formats' m_w term (Q4_1, Q5_1) and the exact integer offset's shift (Q4_0: i_b -=
+// 8 sum_a, Q5_0: 16 sum_a).
+template <GgmlType T>
+constexpr bool kHasMin = T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1;
+template <GgmlType T>
+constexpr int kOffsetShift = T == GgmlType::kQ4_0   ? 3
+                             : T == GgmlType::kQ5_0 ? 4
+                                                    : 0;
+
+// The eight int32 lanes of one block's q_j a_j (their sum is the block's sum_j q_j a_j).
+template <GgmlType T>
+inline __m256i Lanes(const WBlock& w, const BlockQ8A& ab) {
+  __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
+  if constexpr (T == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, w.sgn);
+  return DotU8S8(w.q, av);
+}
+
+inline int32_t SumLanes(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
 // NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says.
+// Eight blocks at a time: each token's eight lane vectors reduce together (hadd) to one vector of
+// the eight exact block sums; the offsets, int -> float conversions and scale products are
+// vector operations, and only the header's fma chain is scalar, the NT tokens' chains
+// interleaved so they overlap. The blocks past the last multiple of 8 take one at a time.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
-  __m256 acc[NT];
-  float corr[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps(), corr[t] = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
-    WBlock wb;
-    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+  constexpr int64_t kBytes = sizeof(Block);
+  constexpr int kAStride = sizeof(BlockQ8A) / sizeof(float);  // a block's d and sum, in 4 bytes
+  static_assert(sizeof(BlockQ8A) % sizeof(float) == 0 && offsetof(BlockQ8A, sum) == 4);
+  const __m256i gather =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(kAStride));
+  float acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    alignas(32) float dw[8], mw[8];
+    __m256i h[NT][4];  // hadd of blocks (2k, 2k + 1)
+    for (int k = 0; k < 8; k += 2) {
+      WBlock w0, w1;
+      Decode<T>(w + (b + k) * kBytes, w0);
+      Decode<T>(w + (b + k + 1) * kBytes, w1);
+      dw[k] = w0.d, dw[k + 1] = w1.d;
+      if constexpr (kHasMin<T>) mw[k] = w0.m, mw[k + 1] = w1.m;
+      for (int t = 0; t < NT; ++t) {
+        h[t][k / 2] = _mm256_hadd_epi32(Lanes<T>(w0, a[t][b + k]), Lanes<T>(w1, a[t][b + k + 1]));
+      }
+    }
+    const __m256 dwv = _mm256_load_ps(dw);
+    alignas(32) float s[NT][8], f[NT][8], sm[NT][8], fs[NT][8];
     for (int t = 0; t < NT; ++t) {
-      const BlockQ8A& ab = a[t][b];
-      __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ab.qs));
-      if constexpr (T == GgmlType::kQ8_0) av = _mm256_sign_epi8(av, wb.sgn);
-      const __m256i lanes = DotU8S8(wb.q, av);
-      const float s = wb.d * ab.d;
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(s), _mm256_cvtepi32_ps(lanes), acc[t]);
-      if constexpr (T == GgmlType::kQ4_0 || T == GgmlType::kQ5_0) {
-        corr[t] = FmaScalar(wb.offset * s, static_cast<float>(ab.sum), corr[t]);
-      } else if constexpr (T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1) {
-        corr[t] = FmaScalar(wb.offset * ab.d, static_cast<float>(ab.sum), corr[t]);
+      // x: blocks 0..3's lanes 0..3 summed, then their lanes 4..7; y: the same for blocks 4..7.
+      const __m256i x = _mm256_hadd_epi32(h[t][0], h[t][1]);
+      const __m256i yv = _mm256_hadd_epi32(h[t][2], h[t][3]);
+      __m256i isum =
+          _mm256_add_epi32(_mm256_permute2x128_si256(x, yv, 0x21), _mm256_blend_epi32(x, yv, 0xf0));
+      const BlockQ8A* ab = a[t] + b;
+      const __m256 da = _mm256_i32gather_ps(&ab->d, gather, 4);
+      _mm256_store_ps(s[t], _mm256_mul_ps(dwv, da));
+      if constexpr (kOffsetShift<T> != 0 || kHasMin<T>) {
+        const __m256i suma = _mm256_i32gather_epi32(&ab->sum, gather, 4);
+        if constexpr (kOffsetShift<T> != 0) {
+          isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(suma, kOffsetShift<T>));
+        } else {
+          _mm256_store_ps(sm[t], _mm256_mul_ps(_mm256_load_ps(mw), da));
+          _mm256_store_ps(fs[t], _mm256_cvtepi32_ps(suma));
+        }
+      }
+      _mm256_store_ps(f[t], _mm256_cvtepi32_ps(isum));
+    }
+    for (int k = 0; k < 8; ++k) {
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = FmaScalar(s[t][k], f[t][k], acc[t]);
+        if constexpr (kHasMin<T>) acc[t] = FmaScalar(sm[t][k], fs[t][k], acc[t]);
       }
     }
   }
-  for (int t = 0; t < NT; ++t) *y[t] = HorizontalSum(acc[t]) + corr[t];
+  for (; b < nb; ++b) {
+    WBlock wb;
+    Decode<T>(w + b * kBytes, wb);
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8A& ab = a[t][b];
+      int32_t i = SumLanes(Lanes<T>(wb, ab));
+      if constexpr (kOffsetShift<T> != 0) i -= ab.sum * (1 << kOffsetShift<T>);
+      acc[t] = FmaScalar(wb.d * ab.d, static_cast<float>(i), acc[t]);
+      if constexpr (kHasMin<T>) {
+        acc[t] = FmaScalar(wb.m * ab.d, static_cast<float>(ab.sum), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) *y[t] = acc[t];
 }
 
 template <GgmlType T, typename Block>

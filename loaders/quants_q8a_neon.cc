@@ -1,14 +1,13 @@
 // The NEON set of quants_q8a.h (AArch64): the Q8A activation quantizer and the Q4_0 / Q4_1 /
 // Q5_0 / Q5_1 / Q8_0 row dot products with 8-bit integer multiplies. Each weight block is
 // decoded once into 32 codes in value order (two 16-byte registers; the nibble formats' 0..31
-// are valid signed bytes) and up to 4 tokens take it. The header's eight lane sums i_l (4
-// consecutive products each) are the int32 lanes of two 16-byte dots: vdotq_s32 where the build
-// targets the dot-product extension (__ARM_FEATURE_DOTPROD; each lane sums 4 consecutive byte
-// products, exactly i_l), else widening multiplies (vmull_s8) with two pairwise adds, the same
-// exact int32s. The float steps are the header's (vfmaq_f32 per lane, std::fma for the offset,
-// the fixed reduction), so the set agrees bit for bit with the scalar reference. The default
-// armv8-a build has no __ARM_FEATURE_DOTPROD and always takes the widening path (a build with
-// -march=armv8.2-a+dotprod or later, PAGEDINFER_SIMD, takes vdotq_s32).
+// are valid signed bytes) and up to 4 tokens take it. The block's integer sum is the sum of the
+// int32 lanes of two 16-byte dots: vdotq_s32 where the build targets the dot-product extension
+// (__ARM_FEATURE_DOTPROD; each lane sums 4 consecutive byte products), else widening multiplies
+// (vmull_s8) with two pairwise adds, the same exact int32s. The float steps are the header's
+// (std::fma per block, in row order), so the set agrees bit for bit with the scalar reference. The
+// default armv8-a build has no __ARM_FEATURE_DOTPROD and always takes the widening path (a build
+// with -march=armv8.2-a+dotprod or later, PAGEDINFER_SIMD, takes vdotq_s32).
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
@@ -68,8 +67,8 @@ void Quantize(const float* x, void* out, int64_t n) {
 // One weight block: its 32 codes in value order and its coefficients.
 struct WBlock {
   int8x16_t q[2];
-  float d;       // d_w
-  float offset;  // -8 / -16 (times s_b), m_w (times d_a)
+  float d;  // d_w
+  float m;  // m_w (Q4_1, Q5_1)
 };
 
 inline void Nibbles(const uint8_t* qs, WBlock& w) {
@@ -94,35 +93,44 @@ inline void Decode(const uint8_t* blk, WBlock& w) {
   if constexpr (T == GgmlType::kQ4_0) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
     Nibbles(b->qs, w);
-    w.d = Fp16ToFp32(b->d), w.offset = -8.0f;
+    w.d = Fp16ToFp32(b->d);
   } else if constexpr (T == GgmlType::kQ4_1) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
     Nibbles(b->qs, w);
-    w.d = Fp16ToFp32(b->d), w.offset = Fp16ToFp32(b->m);
+    w.d = Fp16ToFp32(b->d), w.m = Fp16ToFp32(b->m);
   } else if constexpr (T == GgmlType::kQ5_0) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
     Nibbles(b->qs, w);
     FifthBits(b->qh, w);
-    w.d = Fp16ToFp32(b->d), w.offset = -16.0f;
+    w.d = Fp16ToFp32(b->d);
   } else if constexpr (T == GgmlType::kQ5_1) {
     const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
     Nibbles(b->qs, w);
     FifthBits(b->qh, w);
-    w.d = Fp16ToFp32(b->d), w.offset = Fp16ToFp32(b->m);
+    w.d = Fp16ToFp32(b->d), w.m = Fp16ToFp32(b->m);
   } else {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
     w.q[0] = vld1q_s8(b->qs);
     w.q[1] = vld1q_s8(b->qs + 16);
-    w.d = Fp16ToFp32(b->d), w.offset = 0.0f;
+    w.d = Fp16ToFp32(b->d);
   }
 }
 
-// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says.
+// The offset formats' m_w term (Q4_1, Q5_1) and the exact integer offset (Q4_0: i_b -= 8 sum_a,
+// Q5_0: 16 sum_a).
+template <GgmlType T>
+constexpr bool kHasMin = T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1;
+template <GgmlType T>
+constexpr int32_t kOffset = T == GgmlType::kQ4_0   ? 8
+                            : T == GgmlType::kQ5_0 ? 16
+                                                   : 0;
+
+// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says: per
+// block the two dots' eight int32 lanes summed (exact) to i_b, then the header's scalar fma chain.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
-  float32x4_t lo[NT], hi[NT];  // acc0..3 and acc4..7
-  float corr[NT];
-  for (int t = 0; t < NT; ++t) lo[t] = hi[t] = vdupq_n_f32(0.0f), corr[t] = 0.0f;
+  float acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
   for (int64_t b = 0; b < nb; ++b) {
     WBlock wb;
     Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
@@ -130,24 +138,14 @@ void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* co
       const BlockQ8A& ab = a[t][b];
       const int32x4_t i0 = Dot16(wb.q[0], vld1q_s8(ab.qs));
       const int32x4_t i1 = Dot16(wb.q[1], vld1q_s8(ab.qs + 16));
-      const float s = wb.d * ab.d;
-      const float32x4_t sv = vdupq_n_f32(s);
-      lo[t] = vfmaq_f32(lo[t], sv, vcvtq_f32_s32(i0));  // fma(s, float(i_l), acc[l])
-      hi[t] = vfmaq_f32(hi[t], sv, vcvtq_f32_s32(i1));
-      if constexpr (T == GgmlType::kQ4_0 || T == GgmlType::kQ5_0) {
-        corr[t] = std::fma(wb.offset * s, static_cast<float>(ab.sum), corr[t]);
-      } else if constexpr (T == GgmlType::kQ4_1 || T == GgmlType::kQ5_1) {
-        corr[t] = std::fma(wb.offset * ab.d, static_cast<float>(ab.sum), corr[t]);
+      const int32_t i = vaddvq_s32(vaddq_s32(i0, i1)) - kOffset<T> * ab.sum;
+      acc[t] = std::fma(wb.d * ab.d, static_cast<float>(i), acc[t]);
+      if constexpr (kHasMin<T>) {
+        acc[t] = std::fma(wb.m * ab.d, static_cast<float>(ab.sum), acc[t]);
       }
     }
   }
-  for (int t = 0; t < NT; ++t) {
-    // (acc0 + acc4, acc1 + acc5, acc2 + acc6, acc3 + acc7), then
-    // ((acc0 + acc4) + (acc2 + acc6)) and ((acc1 + acc5) + (acc3 + acc7)), then their sum.
-    const float32x4_t v = vaddq_f32(lo[t], hi[t]);
-    const float32x2_t p = vadd_f32(vget_low_f32(v), vget_high_f32(v));
-    *y[t] = vpadds_f32(p) + corr[t];
-  }
+  for (int t = 0; t < NT; ++t) *y[t] = acc[t];
 }
 
 template <GgmlType T, typename Block>

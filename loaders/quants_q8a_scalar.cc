@@ -34,12 +34,13 @@ void Quantize(const float* x, void* out, int64_t n) {
   }
 }
 
-// A weight block's 32 codes (in value order) and its two coefficients: s_b's weight factor d_w
-// and the offset per activation unit (kind: 0 none, 1 multiple of s_b, 2 m_w * d_a).
+// A weight block's 32 codes (in value order), d_w, and the offset: kind 0 none, 1 the exact
+// integer `shift` (8 or 16) times sum_a off i_b, 2 m_w * d_a times sum_a (m_w in `m`).
 struct Codes {
   int q[32];
   float d;
-  float offset;  // -8, -16 (times s_b) or m_w (times d_a)
+  float m = 0.0f;
+  int shift = 0;
   int kind;
 };
 
@@ -60,25 +61,25 @@ template <GgmlType T>
 void Decode(const uint8_t* blk, Codes& c) {
   if constexpr (T == GgmlType::kQ4_0) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(blk);
-    c.d = Fp16ToFp32(b->d), c.offset = -8.0f, c.kind = 1;
+    c.d = Fp16ToFp32(b->d), c.shift = 8, c.kind = 1;
     Nibbles(b->qs, c.q);
   } else if constexpr (T == GgmlType::kQ4_1) {
     const auto* b = reinterpret_cast<const BlockQ4_1*>(blk);
-    c.d = Fp16ToFp32(b->d), c.offset = Fp16ToFp32(b->m), c.kind = 2;
+    c.d = Fp16ToFp32(b->d), c.m = Fp16ToFp32(b->m), c.kind = 2;
     Nibbles(b->qs, c.q);
   } else if constexpr (T == GgmlType::kQ5_0) {
     const auto* b = reinterpret_cast<const BlockQ5_0*>(blk);
-    c.d = Fp16ToFp32(b->d), c.offset = -16.0f, c.kind = 1;
+    c.d = Fp16ToFp32(b->d), c.shift = 16, c.kind = 1;
     Nibbles(b->qs, c.q);
     FifthBits(b->qh, c.q);
   } else if constexpr (T == GgmlType::kQ5_1) {
     const auto* b = reinterpret_cast<const BlockQ5_1*>(blk);
-    c.d = Fp16ToFp32(b->d), c.offset = Fp16ToFp32(b->m), c.kind = 2;
+    c.d = Fp16ToFp32(b->d), c.m = Fp16ToFp32(b->m), c.kind = 2;
     Nibbles(b->qs, c.q);
     FifthBits(b->qh, c.q);
   } else {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(blk);
-    c.d = Fp16ToFp32(b->d), c.offset = 0.0f, c.kind = 0;
+    c.d = Fp16ToFp32(b->d), c.kind = 0;
     for (int j = 0; j < 32; ++j) c.q[j] = b->qs[j];
   }
 }
@@ -91,21 +92,17 @@ void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_to
   for (int t = 0; t < n_tok; ++t) {
     const auto* a =
         reinterpret_cast<const BlockQ8A*>(static_cast<const uint8_t*>(acts) + t * act_row_bytes);
-    float acc[8] = {}, corr = 0.0f;
+    float acc = 0.0f;
     for (int64_t b = 0; b < nb; ++b) {
       Codes c;
       Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), c);
-      const float s = c.d * a[b].d;
-      for (int l = 0; l < 8; ++l) {
-        int32_t i = 0;
-        for (int k = 0; k < 4; ++k) i += c.q[4 * l + k] * a[b].qs[4 * l + k];
-        acc[l] = std::fma(s, static_cast<float>(i), acc[l]);
-      }
-      if (c.kind == 1) corr = std::fma(c.offset * s, static_cast<float>(a[b].sum), corr);
-      if (c.kind == 2) corr = std::fma(c.offset * a[b].d, static_cast<float>(a[b].sum), corr);
+      int32_t i = 0;
+      for (int j = 0; j < kQK8A; ++j) i += c.q[j] * a[b].qs[j];
+      if (c.kind == 1) i -= c.shift * a[b].sum;
+      acc = std::fma(c.d * a[b].d, static_cast<float>(i), acc);
+      if (c.kind == 2) acc = std::fma(c.m * a[b].d, static_cast<float>(a[b].sum), acc);
     }
-    y[t * y_stride] =
-        (((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))) + corr;
+    y[t * y_stride] = acc;
   }
 }
 

@@ -65,34 +65,6 @@ const quants::KQuantTileKernels* ActiveKQuantTile() {
   return k;
 }
 
-const quants::Q8ATileKernels* ActiveQ8ATile() {
-  static const quants::Q8ATileKernels* const k =
-      ActiveKernelSet() == KernelSet::kAvxVnni ? quants::AvxVnniQ8ATileKernels()
-      : ActiveKernelSet() == KernelSet::kAvx2  ? quants::Avx2Q8ATileKernels()
-                                               : nullptr;
-  return k;
-}
-
-// The tiled kernel of a 32-value weight type t (null: none in this set).
-quants::TileDotFn Q8ATileFor(GgmlType t) {
-  const quants::Q8ATileKernels* k = ActiveQ8ATile();
-  if (k == nullptr) return nullptr;
-  switch (t) {
-    case GgmlType::kQ4_0:
-      return k->q4_0;
-    case GgmlType::kQ4_1:
-      return k->q4_1;
-    case GgmlType::kQ5_0:
-      return k->q5_0;
-    case GgmlType::kQ5_1:
-      return k->q5_1;
-    case GgmlType::kQ8_0:
-      return k->q8_0;
-    default:
-      return nullptr;
-  }
-}
-
 // A weight format's integer kernels: its activation quantizer, the bytes of one token's
 // quantized row, and its row dot (null: the format has none, or the float path was asked for).
 struct Int8Kernel {
@@ -107,7 +79,7 @@ Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
   if (o.float_activations) return {};
   const quants::Q8AKernels& q8a = ActiveQ8A();
   if (quants::RowDotFn dot = quants::Q8ARowDot(q8a, t); dot != nullptr) {
-    return {q8a.quantize, quants::Q8ARowBytes, dot, Q8ATileFor(t)};
+    return {q8a.quantize, quants::Q8ARowBytes, dot, nullptr};
   }
   const quants::KQuantKernels& kq = ActiveKQuant();
   const quants::KQuantTileKernels* kt = ActiveKQuantTile();

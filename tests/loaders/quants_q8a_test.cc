@@ -1,8 +1,9 @@
-// The integer kernels of quants_q8a.h: every set this CPU runs against the scalar reference
-// (the same activation bytes; the same float results, bit for bit, since the header fixes every
-// rounding and the integer lane sums are exact), against the float64 dot of the dequantized
-// weights with the float activations (within the activation rounding's bound, figures below),
-// and batch invariance (a token's result alone is its result at any place in a batch of 7).
+// The integer kernels of quants_q8a.h: every set this CPU runs against the scalar reference's
+// activation bytes and against the header's row-dot contract written out here (the same float
+// results, bit for bit, since the header fixes every rounding and the integer sums are exact),
+// against the float64 dot of the dequantized weights with the float activations (within the
+// activation rounding's bound, figures below), and batch invariance (a token's result alone is its
+// result at any place in a batch of 7).
 #include "loaders/quants_q8a.h"
 
 #include <algorithm>
@@ -123,27 +124,80 @@ TEST(QuantsQ8A, StoredScaleIsHalfPrecisionInItsNormalRange) {
   }
 }
 
-TEST(QuantsQ8A, EverySetMatchesTheScalarReferenceBitForBit) {
-  const Q8AKernels& ref = ScalarQ8AKernels();
+// quants_q8a.h's row dot, written from its contract text on the raw GGML block bytes (d, then m
+// for Q4_1 / Q5_1, then qh for Q5_0 / Q5_1, then the codes), independent of the kernels: per
+// block the exact integer i_b (with Q4_0's 8 sum_a and Q5_0's 16 sum_a folded in), then
+// acc = fma(d_w * d_a, float(i_b), acc) and, for Q4_1 / Q5_1, acc = fma(m_w * d_a,
+// float(sum_a), acc), from +0 in row order.
+float ContractDot(GgmlType t, const uint8_t* w, const BlockQ8A* a, int64_t n) {
+  const size_t bytes = GgmlTypeInfoOf(t).block_bytes;
+  const bool has_min = t == GgmlType::kQ4_1 || t == GgmlType::kQ5_1;
+  const bool five = t == GgmlType::kQ5_0 || t == GgmlType::kQ5_1;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = w + b * bytes;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    const float d = Fp16ToFp32(h);
+    std::memcpy(&h, blk + 2, 2);
+    const float m = has_min ? Fp16ToFp32(h) : 0.0f;
+    const uint8_t* p = blk + (has_min ? 4 : 2);
+    uint32_t qh = 0;
+    if (five) {
+      std::memcpy(&qh, p, 4);
+      p += 4;
+    }
+    int32_t i = 0;
+    for (int j = 0; j < 32; ++j) {
+      int q;
+      if (t == GgmlType::kQ8_0) {
+        q = static_cast<int8_t>(p[j]);
+      } else {
+        q = j < 16 ? (p[j] & 0x0f) : (p[j - 16] >> 4);
+        if (five) q |= static_cast<int>((qh >> j) & 1) << 4;
+      }
+      i += q * a[b].qs[j];
+    }
+    if (t == GgmlType::kQ4_0) i -= 8 * a[b].sum;
+    if (t == GgmlType::kQ5_0) i -= 16 * a[b].sum;
+    acc = std::fma(d * a[b].d, static_cast<float>(i), acc);
+    if (has_min) acc = std::fma(m * a[b].d, static_cast<float>(a[b].sum), acc);
+  }
+  return acc;
+}
+
+// Every set (the scalar one included) against ContractDot, bit for bit: random rows (every
+// code, nonzero scales and mins), edge lengths (one block; two; 129 blocks, past a multiple of
+// 8), every token count 1..7, outputs at a stride of 3 (nothing written between them).
+TEST(QuantsQ8A, EverySetMatchesTheContractBitForBit) {
   for (GgmlType t : kTypes) {
-    for (int64_t n : {32, 64, 160, 4096}) {
-      const int n_tok = 7;
-      const int rows = 5;
-      const std::vector<float> x = Activations(n_tok, n, 9 + static_cast<uint32_t>(n));
-      const std::vector<uint8_t> a = Quantized(ref, x, n_tok, n);
+    for (int64_t n : {32, 64, 160, 4096 + 32}) {
+      const int rows = 3;
+      const std::vector<float> x = Activations(7, n, 9 + static_cast<uint32_t>(n));
+      const std::vector<uint8_t> a = Quantized(ScalarQ8AKernels(), x, 7, n);
       for (int r = 0; r < rows; ++r) {
         const std::vector<uint8_t> w = RandomRow(t, n, 31 * r + static_cast<uint32_t>(n));
-        std::vector<float> want(n_tok);
-        Q8ARowDot(ref, t)(w.data(), a.data(), Q8ARowBytes(n), n_tok, n, want.data(), 1);
+        std::vector<float> want(7);
+        int nonzero = 0;
+        for (int k = 0; k < 7; ++k) {
+          const auto* ak = reinterpret_cast<const BlockQ8A*>(a.data() + k * Q8ARowBytes(n));
+          want[k] = ContractDot(t, w.data(), ak, n);
+          nonzero += want[k] != 0.0f;
+        }
+        ASSERT_EQ(nonzero, 7) << "the data was meant to give nonzero dots";
         for (KernelSet s : Sets()) {
-          std::vector<float> got(2 * n_tok, -1.0f);
-          Q8ARowDot(Q8AKernelsFor(s), t)(w.data(), a.data(), Q8ARowBytes(n), n_tok, n, got.data(),
-                                         2);
-          for (int k = 0; k < n_tok; ++k) {
-            ASSERT_TRUE(SameBits(got[2 * k], want[k]))
-                << KernelSetName(s) << " " << GgmlTypeInfoOf(t).name << " n=" << n << " token " << k
-                << ": " << got[2 * k] << " vs " << want[k];
-            ASSERT_EQ(got[2 * k + 1], -1.0f) << "wrote between strided outputs";
+          for (int n_tok = 1; n_tok <= 7; ++n_tok) {
+            std::vector<float> got(3 * n_tok, -1.0f);
+            Q8ARowDot(Q8AKernelsFor(s), t)(w.data(), a.data(), Q8ARowBytes(n), n_tok, n, got.data(),
+                                           3);
+            for (int k = 0; k < n_tok; ++k) {
+              ASSERT_TRUE(SameBits(got[3 * k], want[k]))
+                  << KernelSetName(s) << " " << GgmlTypeInfoOf(t).name << " n=" << n
+                  << " n_tok=" << n_tok << " token " << k << ": " << got[3 * k] << " vs "
+                  << want[k];
+              ASSERT_EQ(got[3 * k + 1], -1.0f) << "wrote between strided outputs";
+              ASSERT_EQ(got[3 * k + 2], -1.0f) << "wrote between strided outputs";
+            }
           }
         }
       }
@@ -204,7 +258,7 @@ TEST(QuantsQ8A, ATokensResultIsTheSameAloneOrInABatchOfSeven) {
   for (KernelSet s : Sets()) {
     const Q8AKernels& k = Q8AKernelsFor(s);
     for (GgmlType t : kTypes) {
-      const int64_t n = 512;
+      const int64_t n = 512 + 32;
       const std::vector<float> x = Activations(7, n, 3);
       const std::vector<uint8_t> a = Quantized(k, x, 7, n);
       const std::vector<uint8_t> w = RandomRow(t, n, 8);
