@@ -1,0 +1,63 @@
+// The AVX2 set of quants_packed_k.h: 8 rows (one group) x up to 3 tokens per register block,
+// the 4-value dots by vpmaddubsw then vpmaddwd by ones (AVX2 has no vpdpbusd), the sub-block
+// scales by vpmulld, the mins (Q6_K: the offset) by vpmaddwd against the activation block sums
+// (quants_packed_k_simd.h). Bit for bit the row kernels of quants_q8k.h.
+//
+// As in quants_q8k_avx2.cc, only the code below the target pragma is compiled for AVX2; the
+// accessor at the end is baseline code (the caller checks cpuid before calling the kernels).
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "loaders/quants_packed_k.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#include "loaders/quants_packed_k_simd.h"
+
+namespace pinfer::quants {
+namespace {
+
+struct Avx2V : Ymm {
+  static constexpr int kTok = 3;
+  static I Dot4(I acc, I w, const uint8_t* a) {
+    const I p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(Bcast(a)));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+  }
+  static I Dot2(I acc, I w, const uint8_t* b) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(w, _mm256_set1_epi32(Bcast(b))));
+  }
+};
+
+constexpr PackedKQuantKernels kAvx2Set{"avx2", PackedDot<Avx2V, Avx2V, kQ4>,
+                                       PackedDot<Avx2V, Avx2V, kQ5>, PackedDot<Avx2V, Avx2V, kQ6>};
+
+}  // namespace
+}  // namespace pinfer::quants
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+namespace pinfer::quants {
+const PackedKQuantKernels* Avx2PackedKQuantKernels() { return &kAvx2Set; }
+}  // namespace pinfer::quants
+
+#else  // not x86-64
+
+#include "loaders/quants_packed_k.h"
+
+namespace pinfer::quants {
+const PackedKQuantKernels* Avx2PackedKQuantKernels() { return nullptr; }
+}  // namespace pinfer::quants
+
+#endif

@@ -1,0 +1,324 @@
+// The vector kernels of quants_packed_k.h, written once over an instruction-set policy V and
+// instantiated by quants_packed_k_{avx2,avxvnni,avx512vnni}.cc. Include it only below that
+// file's `#pragma GCC target` (or clang's attribute push), after <immintrin.h> and the policy:
+// every function here is vector code for that file's target, in an anonymous namespace so no
+// copy is shared between files compiled for different targets. Internal to those files.
+//
+// A policy V has one lane of 32 bits per weight row (8 rows: one group; 16 rows: two groups,
+// group g in lanes 0..7 and group g + 1 in lanes 8..15) and provides:
+//   types I (int32 lanes), F (float lanes); kRows (8 or 16), kTok (tokens per register block);
+//   Load(p, gs): the 32 bytes at p (rows 0..7), with 16 rows also the 32 at p + gs (the same
+//     field of the next group); Half(p, gs): 8 (16) fp16 as floats;
+//   Dot4(acc, w, a): acc + per lane sum_i w.u8[i] * a.s8[i] over the lane's 4 bytes, a's 4 bytes
+//     broadcast; Dot2(acc, w, b): acc + per lane w.s16[0] * b[0] + w.s16[1] * b[1], b's two int16
+//     broadcast; Q6Pairs(p, gs): int16 pairs (p[r], p[8 + r]) of two 8-byte int8 rows per lane;
+//   Shuffle (vpshufb within 128-bit lanes by a 32-byte pattern), the usual integer and float
+//   operations, Store (lanes to floats).
+// Every integer sum is exact (int32, no saturation: vpmaddubsw's pair of 6-bit codes times
+// |a| <= 127 stays below 2^15), so the order of integer additions is free; the float steps are
+// quants_q8k.h's, lane by lane.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "loaders/quants_packed_k.h"
+#include "loaders/quants_q8k.h"
+
+namespace pinfer::quants {
+namespace {
+
+constexpr int64_t kActBlock = sizeof(BlockQ8_K);
+constexpr int kQsOff = offsetof(BlockQ8_K, qs), kBsumsOff = offsetof(BlockQ8_K, bsums);
+// Tokens per chunk: their activation rows stay in L2 while the row groups go by.
+constexpr int64_t kChunkBytes = 384 << 10;
+
+enum Fmt { kQ4, kQ5, kQ6 };
+template <Fmt F>
+struct PackedOf;
+template <>
+struct PackedOf<kQ4> {
+  using Type = PackedQ4_K;
+};
+template <>
+struct PackedOf<kQ5> {
+  using Type = PackedQ5_K;
+};
+template <>
+struct PackedOf<kQ6> {
+  using Type = PackedQ6_K;
+};
+
+// vpshufb patterns (per 128 bits, repeated): byte j of each dword as an int32 (kScSel[j]), or
+// as both int16 halves of the dword (kMinSel[j]).
+struct Pattern {
+  alignas(32) uint8_t b[32];
+};
+constexpr Pattern MakeSel(int j, bool pair) {
+  Pattern p{};
+  for (int i = 0; i < 32; ++i) {
+    const int dword = (i % 16) / 4, byte = i % 4;
+    const bool take = pair ? (byte % 2 == 0) : (byte == 0);
+    p.b[i] = take ? static_cast<uint8_t>(4 * dword + j) : 0x80;
+  }
+  return p;
+}
+constexpr Pattern kScSel[4] = {MakeSel(0, false), MakeSel(1, false), MakeSel(2, false),
+                               MakeSel(3, false)};
+constexpr Pattern kMinSel[4] = {MakeSel(0, true), MakeSel(1, true), MakeSel(2, true),
+                                MakeSel(3, true)};
+
+inline float ActScale(const uint8_t* block) {
+  float d;
+  std::memcpy(&d, block, sizeof(d));
+  return d;
+}
+
+// Bit s of every byte of v to bit 4 (16-bit shifts; what crosses from the other byte never
+// lands on bit 4 or 5).
+template <class V>
+inline typename V::I BitsTo4(typename V::I v, int s) {
+  switch (s) {
+    case 0:
+      return V::Slli16(v, 4);
+    case 1:
+      return V::Slli16(v, 3);
+    case 2:
+      return V::Slli16(v, 2);
+    case 3:
+      return V::Slli16(v, 1);
+    case 4:
+      return v;
+    case 5:
+      return V::Srli16(v, 1);
+    case 6:
+      return V::Srli16(v, 2);
+    default:
+      return V::Srli16(v, 3);
+  }
+}
+
+// The 256-bit operations every policy of 8 rows shares (AVX2 code).
+struct Ymm {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kRows = 8;
+  static I Load(const void* p, int64_t) { return _mm256_loadu_si256(static_cast<const I*>(p)); }
+  static I Zero() { return _mm256_setzero_si256(); }
+  static I Set1(int v) { return _mm256_set1_epi32(v); }
+  static I And(I a, I b) { return _mm256_and_si256(a, b); }
+  static I Or(I a, I b) { return _mm256_or_si256(a, b); }
+  static I Add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I Sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I MulLo(I a, I b) { return _mm256_mullo_epi32(a, b); }
+  static I Srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
+  static I Slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
+  static I Srli32(I a, int n) { return _mm256_srli_epi32(a, n); }
+  static I Slli32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  static I Shuffle(I a, const Pattern& p) {
+    return _mm256_shuffle_epi8(a, _mm256_load_si256(reinterpret_cast<const I*>(p.b)));
+  }
+  static I ScI8(const int8_t* p, int64_t) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(Ptr(p))); }
+  // Two 8-byte rows (p[0..7], p[8..15]) as int16 pairs (p[r], p[8 + r]) in lane r.
+  static __m128i Pairs128(const int8_t* p) {
+    const __m128i x = _mm_loadu_si128(Ptr(p));
+    return _mm_unpacklo_epi8(x, _mm_srli_si128(x, 8));
+  }
+  static I Q6Pairs(const int8_t* p, int64_t) { return _mm256_cvtepi8_epi16(Pairs128(p)); }
+  static int32_t Bcast(const uint8_t* a) {
+    int32_t v;
+    std::memcpy(&v, a, 4);
+    return v;
+  }
+  static F Half(const uint16_t* p, int64_t) { return _mm256_cvtph_ps(_mm_loadu_si128(Ptr(p))); }
+  static F Set1F(float v) { return _mm256_set1_ps(v); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F Fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F Fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+  static F ToF(I a) { return _mm256_cvtepi32_ps(a); }
+  static F LoadF(const float* p) { return _mm256_loadu_ps(p); }
+  static void StoreF(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static const __m128i* Ptr(const void* p) { return static_cast<const __m128i*>(p); }
+};
+
+// Q4_K / Q5_K: the scales and mins of the 8 (16) rows, bytes j = 0..3 of each lane (quants_
+// internal.h's UnpackKScaleMin on the row's 12 bytes, as 32-bit words).
+template <class V, typename Packed>
+struct KScalesV {
+  typename V::I sc_lo, sc_hi, m_lo, m_hi;
+  KScalesV(const Packed& p, int64_t gs) {
+    using I = typename V::I;
+    const I a = V::Load(p.scales[0], gs), b = V::Load(p.scales[1], gs),
+            c = V::Load(p.scales[2], gs);
+    const I m3f = V::Set1(0x3f3f3f3f), m0f = V::Set1(0x0f0f0f0f), m30 = V::Set1(0x30303030);
+    sc_lo = V::And(a, m3f);
+    m_lo = V::And(b, m3f);
+    sc_hi = V::Or(V::And(c, m0f), V::And(V::Srli32(a, 2), m30));
+    m_hi = V::Or(V::And(V::Srli32(c, 4), m0f), V::And(V::Srli32(b, 2), m30));
+  }
+  typename V::I Sc(int j) const { return V::Shuffle(j < 4 ? sc_lo : sc_hi, kScSel[j & 3]); }
+  typename V::I MinPair(int j) const { return V::Shuffle(j < 4 ? m_lo : m_hi, kMinSel[j & 3]); }
+};
+
+// One super-block of the register block's rows against NT tokens: a[t] is token t's activation
+// block, acc[t] its float accumulators (V::kRows floats, in memory).
+template <class V, Fmt kF, int NT>
+inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[NT],
+                      float (*acc)[V::kRows]) {
+  using I = typename V::I;
+  using F = typename V::F;
+  using Packed = typename PackedOf<kF>::Type;
+  const Packed& p = *reinterpret_cast<const Packed*>(blk);
+  const I low4 = V::Set1(0x0f0f0f0f);
+  I sumi[NT];
+  for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
+  if constexpr (kF == kQ6) {
+    const I top2 = V::Set1(0x30303030);
+    for (int h = 0; h < 2; ++h) {
+      for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
+        for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
+          I tmp[NT];
+          for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
+#pragma GCC unroll 4
+          for (int kk = 0; kk < 4; ++kk) {
+            const int k = 4 * s + kk;
+            I ql = V::Load(p.ql[h][q & 1][k], gs);
+            if (q >= 2) ql = V::Srli16(ql, 4);
+            const I qh = V::Load(p.qh[h][k], gs);
+            const I w = V::Or(V::And(ql, low4), V::And(BitsTo4<V>(qh, 2 * q), top2));
+            for (int t = 0; t < NT; ++t) {
+              tmp[t] = V::Dot4(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+            }
+          }
+          const I sc = V::ScI8(p.scales[8 * h + 2 * q + s], gs);
+          for (int t = 0; t < NT; ++t) sumi[t] = V::Add(sumi[t], V::MulLo(tmp[t], sc));
+        }
+      }
+    }
+    I side[NT];
+    for (int t = 0; t < NT; ++t) side[t] = V::Zero();
+    for (int kp = 0; kp < 8; ++kp) {
+      const I pairs = V::Q6Pairs(p.scales[2 * kp], gs);
+      for (int t = 0; t < NT; ++t) {
+        side[t] = V::Dot2(side[t], pairs, a[t] + kBsumsOff + 4 * kp);
+      }
+    }
+    const F dw = V::Half(p.d, gs);
+    for (int t = 0; t < NT; ++t) {
+      const I total = V::Sub(sumi[t], V::Slli32(side[t], 5));
+      const F da = V::Set1F(ActScale(a[t]));
+      V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc[t])));
+    }
+  } else {
+    const KScalesV<V, Packed> sc(p, gs);
+    for (int c = 0; c < 4; ++c) {
+      I lo[NT], hi[NT];
+      for (int t = 0; t < NT; ++t) lo[t] = hi[t] = V::Zero();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const I raw = V::Load(p.qs[c][k], gs);
+        I wl = V::And(raw, low4), wh = V::And(V::Srli16(raw, 4), low4);
+        if constexpr (kF == kQ5) {
+          const I qh = V::Load(p.qh[k], gs), bit4 = V::Set1(0x10101010);
+          wl = V::Or(wl, V::And(BitsTo4<V>(qh, 2 * c), bit4));
+          wh = V::Or(wh, V::And(BitsTo4<V>(qh, 2 * c + 1), bit4));
+        }
+        for (int t = 0; t < NT; ++t) {
+          lo[t] = V::Dot4(lo[t], wl, a[t] + kQsOff + 64 * c + 4 * k);
+          hi[t] = V::Dot4(hi[t], wh, a[t] + kQsOff + 64 * c + 32 + 4 * k);
+        }
+      }
+      const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
+      for (int t = 0; t < NT; ++t) {
+        sumi[t] = V::Add(sumi[t], V::Add(V::MulLo(lo[t], s0), V::MulLo(hi[t], s1)));
+      }
+    }
+    I summ[NT];
+    for (int t = 0; t < NT; ++t) summ[t] = V::Zero();
+    for (int j = 0; j < 8; ++j) {
+      const I mp = sc.MinPair(j);
+      for (int t = 0; t < NT; ++t) summ[t] = V::Dot2(summ[t], mp, a[t] + kBsumsOff + 4 * j);
+    }
+    const F dw = V::Half(p.d, gs), dm = V::Half(p.dmin, gs);
+    for (int t = 0; t < NT; ++t) {
+      const F da = V::Set1F(ActScale(a[t]));
+      F s = V::Fmadd(V::Mul(dw, da), V::ToF(sumi[t]), V::LoadF(acc[t]));
+      s = V::Fnmadd(V::Mul(dm, da), V::ToF(summ[t]), s);
+      V::StoreF(acc[t], s);
+    }
+  }
+}
+
+// V::kRows rows (rows_valid of them stored) starting at the group at w, x NT tokens.
+template <class V, Fmt kF, int NT>
+void Tile(const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act, int64_t act_row_bytes,
+          int64_t nb, float* y, int64_t y_row_stride) {
+  using Packed = typename PackedOf<kF>::Type;
+  alignas(64) float acc[NT][V::kRows] = {};
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* a[NT];
+    for (int t = 0; t < NT; ++t) a[t] = act + t * act_row_bytes + i * kActBlock;
+    BlockStep<V, kF, NT>(w + i * static_cast<int64_t>(sizeof(Packed)), gs, a, acc);
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < rows_valid; ++r) y[t * y_row_stride + r] = acc[t][r];
+  }
+}
+
+template <class V, Fmt kF, int... T>
+inline void TileN(int nt, const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act,
+                  int64_t act_row_bytes, int64_t nb, float* y, int64_t y_row_stride,
+                  std::integer_sequence<int, T...>) {
+  using Fn =
+      void (*)(const uint8_t*, int64_t, int, const uint8_t*, int64_t, int64_t, float*, int64_t);
+  static constexpr Fn kFns[] = {Tile<V, kF, T + 1>...};
+  kFns[nt - 1](w, gs, rows_valid, act, act_row_bytes, nb, y, y_row_stride);
+}
+
+// The PackedDotFn: Wide's register blocks (one or two groups), Narrow's (one group) for a last
+// odd group where Wide takes two.
+template <class Wide, class Narrow, Fmt kF>
+void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_bytes, int n_tok,
+               int64_t n, float* y, int64_t y_row_stride) {
+  using Packed = typename PackedOf<kF>::Type;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(acts);
+  const int64_t nb = n / kQK_K;
+  const int64_t gs = nb * static_cast<int64_t>(sizeof(Packed));
+  const int64_t n_groups = (n_rows + kPackKRows - 1) / kPackKRows;
+  constexpr int kWideGroups = Wide::kRows / kPackKRows;
+  int64_t chunk = kChunkBytes / (act_row_bytes > 0 ? act_row_bytes : 1) / Wide::kTok * Wide::kTok;
+  if (chunk < Wide::kTok) chunk = Wide::kTok;
+  for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
+    const int64_t c1 = c0 + chunk < n_tok ? c0 + chunk : n_tok;
+    for (int64_t g = 0; g < n_groups;) {
+      const bool wide = g + kWideGroups <= n_groups;
+      const int groups = wide ? kWideGroups : 1;
+      const int64_t r0 = g * kPackKRows;
+      const int rows_valid =
+          static_cast<int>(n_rows - r0 < groups * kPackKRows ? n_rows - r0 : groups * kPackKRows);
+      const uint8_t* wg = wb + g * gs;
+      for (int64_t t0 = c0; t0 < c1;) {
+        const uint8_t* at = ab + t0 * act_row_bytes;
+        float* yt = y + t0 * y_row_stride + r0;
+        if (wide) {
+          const int nt = static_cast<int>(c1 - t0 < Wide::kTok ? c1 - t0 : Wide::kTok);
+          TileN<Wide, kF>(nt, wg, gs, rows_valid, at, act_row_bytes, nb, yt, y_row_stride,
+                          std::make_integer_sequence<int, Wide::kTok>());
+          t0 += nt;
+        } else {
+          const int nt = static_cast<int>(c1 - t0 < Narrow::kTok ? c1 - t0 : Narrow::kTok);
+          TileN<Narrow, kF>(nt, wg, gs, rows_valid, at, act_row_bytes, nb, yt, y_row_stride,
+                            std::make_integer_sequence<int, Narrow::kTok>());
+          t0 += nt;
+        }
+      }
+      g += groups;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pinfer::quants
