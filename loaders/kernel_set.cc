@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "loaders/quants_packed.h"
 #include "loaders/quants_q8a.h"
 
 #if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
@@ -26,6 +27,8 @@ const char* KernelSetName(KernelSet s) {
       return "avx2";
     case KernelSet::kAvxVnni:
       return "avxvnni";
+    case KernelSet::kAvx512Vnni:
+      return "avx512vnni";
     case KernelSet::kNeon:
       return "neon";
   }
@@ -58,6 +61,26 @@ bool CpuRunsAvxVnni() {
 #endif
 }
 
+bool CpuRunsAvx512Vnni() {
+#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
+  if (!CpuRunsAvx2Fma16c()) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // OSXSAVE (leaf 1, ECX bit 27), then XCR0: SSE, AVX, opmask, ZMM_Hi256 and Hi16_ZMM state
+  // (bits 1, 2, 5, 6, 7) saved by the OS.
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0xe6u) != 0xe6u) return false;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool f = (ebx & (1u << 16)) != 0, bw = (ebx & (1u << 30)) != 0,
+             vl = (ebx & (1u << 31)) != 0, vnni = (ecx & (1u << 11)) != 0;
+  return f && bw && vl && vnni;
+#else
+  return false;
+#endif
+}
+
 bool CpuRunsNeon() {
 #if defined(__aarch64__) && defined(__linux__)
   // NEON is part of the AArch64 Linux ABI; the kernel still reports it (HWCAP_ASIMD).
@@ -79,6 +102,8 @@ bool KernelSetRuns(KernelSet s) {
 #endif
     case KernelSet::kAvxVnni:
       return quants::AvxVnniQ8AKernels() != nullptr && CpuRunsAvxVnni();
+    case KernelSet::kAvx512Vnni:
+      return quants::Avx512VnniPackedQ8AKernels() != nullptr && CpuRunsAvx512Vnni();
     case KernelSet::kNeon:
 #if defined(__aarch64__)
       return CpuRunsNeon();
@@ -90,6 +115,7 @@ bool KernelSetRuns(KernelSet s) {
 }
 
 KernelSet BestKernelSet() {
+  if (KernelSetRuns(KernelSet::kAvx512Vnni)) return KernelSet::kAvx512Vnni;
   if (KernelSetRuns(KernelSet::kAvxVnni)) return KernelSet::kAvxVnni;
   if (KernelSetRuns(KernelSet::kAvx2)) return KernelSet::kAvx2;
   if (KernelSetRuns(KernelSet::kNeon)) return KernelSet::kNeon;
@@ -108,14 +134,17 @@ absl::StatusOr<KernelSet> ParseKernelSet(const char* value) {
         : s == KernelSet::kAvxVnni
             ? "CPU does not run AVX-VNNI + AVX2 + FMA + F16C code (or this build has no "
               "AVX-VNNI kernels)"
+        : s == KernelSet::kAvx512Vnni
+            ? "CPU does not run AVX-512 F/BW/VL/VNNI + AVX2 + FMA + F16C code, or the OS does "
+              "not save the ZMM registers (or this build has no AVX-512 VNNI kernels)"
             : "build is not for AArch64 (or the CPU reports no NEON)",
         "; unset it to use the best set this CPU runs (", KernelSetName(BestKernelSet()),
         "), or set scalar"));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "PAGEDINFER_KERNELS=", value,
-      " is not a kernel set: use scalar, avx2, avxvnni or neon, or leave it unset for the "
-      "best set this CPU runs (",
+      " is not a kernel set: use scalar, avx2, avxvnni, avx512vnni or neon, or leave it unset "
+      "for the best set this CPU runs (",
       KernelSetName(BestKernelSet()), ")"));
 }
 

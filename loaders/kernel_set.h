@@ -19,22 +19,29 @@ namespace pinfer {
 // kAvxVnni: the AVX2 set with the integer (Q8A row) kernels' u8 x s8 dots done by
 // AVX-VNNI's 256-bit vpdpbusd; bit for bit the AVX2 set's results (its float, K-quant and
 // attention kernels are the AVX2 ones).
-enum class KernelSet { kScalar, kAvx2, kAvxVnni, kNeon };
+// kAvx512Vnni: the packed Q8A kernels (quants_packed.h) with 512-bit vpdpbusd (AVX-512
+// F/BW/VL/VNNI, the OS saving the ZMM state); every other family uses the AVX-VNNI set's tables
+// (the AVX2 set's where the CPU lacks AVX-VNNI), bit for bit those sets' results.
+enum class KernelSet { kScalar, kAvx2, kAvxVnni, kAvx512Vnni, kNeon };
 
 // Every set, in the order --version lists them.
 inline constexpr KernelSet kAllKernelSets[] = {KernelSet::kScalar, KernelSet::kAvx2,
-                                               KernelSet::kAvxVnni, KernelSet::kNeon};
+                                               KernelSet::kAvxVnni, KernelSet::kAvx512Vnni,
+                                               KernelSet::kNeon};
 
-// "scalar", "avx2", "avxvnni", "neon".
+// "scalar", "avx2", "avxvnni", "avx512vnni", "neon".
 const char* KernelSetName(KernelSet s);
 
 // Whether this CPU (and OS) runs AVX2, FMA and F16C code: false on other architectures.
 bool CpuRunsAvx2Fma16c();
 // Whether this CPU runs AVX-VNNI (VEX, 256-bit) code besides AVX2 + FMA + F16C.
 bool CpuRunsAvxVnni();
-// Whether s runs the AVX2 float, K-quant and attention kernels (avx2, avxvnni).
+// Whether this CPU runs AVX-512 F/BW/VL/VNNI code besides AVX2 + FMA + F16C, with the OS
+// saving the opmask and ZMM registers (XGETBV).
+bool CpuRunsAvx512Vnni();
+// Whether s runs the AVX2 float, K-quant and attention kernels (avx2, avxvnni, avx512vnni).
 inline bool UsesAvx2Kernels(KernelSet s) {
-  return s == KernelSet::kAvx2 || s == KernelSet::kAvxVnni;
+  return s == KernelSet::kAvx2 || s == KernelSet::kAvxVnni || s == KernelSet::kAvx512Vnni;
 }
 // Whether this CPU runs AArch64 NEON code: false on other architectures.
 bool CpuRunsNeon();

@@ -122,6 +122,8 @@ const Q8AKernels& Q8AKernelsFor(KernelSet s) {
   const Q8AKernels* k = nullptr;
   if (s == KernelSet::kAvx2) k = Avx2Q8AKernels();
   if (s == KernelSet::kAvxVnni) k = AvxVnniQ8AKernels();
+  // avx512vnni: the AVX-VNNI rows where the CPU has AVX-VNNI (VEX), else the AVX2 ones.
+  if (s == KernelSet::kAvx512Vnni) k = CpuRunsAvxVnni() ? AvxVnniQ8AKernels() : Avx2Q8AKernels();
   if (s == KernelSet::kNeon) k = NeonQ8AKernels();
   return k != nullptr ? *k : kScalar;
 }

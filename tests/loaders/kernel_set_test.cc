@@ -14,11 +14,14 @@ TEST(KernelSet, EmptyOrUnsetMeansTheBestSetThisCpuRuns) {
   EXPECT_TRUE(KernelSetRuns(BestKernelSet()));
   EXPECT_TRUE(KernelSetRuns(KernelSet::kScalar));
 #if defined(__x86_64__)
-  EXPECT_EQ(BestKernelSet() == KernelSet::kAvxVnni, KernelSetRuns(KernelSet::kAvxVnni));
-  if (!KernelSetRuns(KernelSet::kAvxVnni)) {
+  EXPECT_EQ(BestKernelSet() == KernelSet::kAvx512Vnni, KernelSetRuns(KernelSet::kAvx512Vnni));
+  if (!KernelSetRuns(KernelSet::kAvx512Vnni)) {
+    EXPECT_EQ(BestKernelSet() == KernelSet::kAvxVnni, KernelSetRuns(KernelSet::kAvxVnni));
+  }
+  if (!KernelSetRuns(KernelSet::kAvxVnni) && !KernelSetRuns(KernelSet::kAvx512Vnni)) {
     EXPECT_EQ(BestKernelSet() == KernelSet::kAvx2, CpuRunsAvx2Fma16c());
   }
-  if (KernelSetRuns(KernelSet::kAvxVnni)) {
+  if (KernelSetRuns(KernelSet::kAvxVnni) || KernelSetRuns(KernelSet::kAvx512Vnni)) {
     EXPECT_TRUE(KernelSetRuns(KernelSet::kAvx2));
   }
 #endif
@@ -34,10 +37,11 @@ TEST(KernelSet, ScalarIsAlwaysThere) {
 TEST(KernelSet, UnknownNamesAndSetsTheCpuCannotRunAreErrorsThatSayWhatToDo) {
   const absl::StatusOr<KernelSet> bad = ParseKernelSet("avx512");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(std::string(bad.status().message()).find("scalar, avx2, avxvnni or neon"),
+  EXPECT_NE(std::string(bad.status().message()).find("scalar, avx2, avxvnni, avx512vnni or neon"),
             std::string::npos)
       << bad.status();
-  for (KernelSet s : {KernelSet::kAvx2, KernelSet::kAvxVnni, KernelSet::kNeon}) {
+  for (KernelSet s :
+       {KernelSet::kAvx2, KernelSet::kAvxVnni, KernelSet::kAvx512Vnni, KernelSet::kNeon}) {
     const absl::StatusOr<KernelSet> r = ParseKernelSet(KernelSetName(s));
     EXPECT_EQ(r.ok(), KernelSetRuns(s)) << KernelSetName(s);
     if (!r.ok()) {

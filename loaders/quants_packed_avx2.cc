@@ -1,0 +1,216 @@
+// The AVX2 set of quants_packed.h's kernels: one 256-bit register holds 4 codes of each of a
+// group's 8 rows (int32 lane i = row i), multiplied into a token's 4 activation codes broadcast
+// to every lane. AVX2: vpmaddubsw (u8 x s8 pairs to int16) summed over the block in int16, then
+// one vpmaddwd by ones to int32; AVX-VNNI (PINFER_AVXVNNI, quants_packed_avxvnni.cc includes
+// this file): vpdpbusd into int32 lanes. Both give the exact integer block sums, so the floats
+// (one vector fma per block and token: d_w[8] from F16C times d_a broadcast) are the scalar
+// set's bit for bit. Tiles: 8 rows x 4 tokens of accumulators; tokens in chunks of 64 so a
+// chunk's activations stay in L2 while every group passes over them.
+#ifndef PINFER_AVXVNNI
+#define PINFER_AVXVNNI 0
+#define PINFER_AVXVNNI_COMPILES 1
+#endif
+#if (defined(__x86_64__) || defined(_M_X64)) && PINFER_AVXVNNI_COMPILES
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loaders/quants_packed.h"
+#include "loaders/quants_q8a.h"
+
+#if PINFER_AVXVNNI && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avxvnni"))), apply_to = function)
+#elif PINFER_AVXVNNI && defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#elif defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#if PINFER_AVXVNNI
+#define PINFER_PACKED_NS packed_avxvnni
+#define PINFER_PACKED_NAME "avxvnni"
+#define PINFER_PACKED_ACCESSOR AvxVnniPackedQ8AKernels
+#else
+#define PINFER_PACKED_NS packed_avx2
+#define PINFER_PACKED_NAME "avx2"
+#define PINFER_PACKED_ACCESSOR Avx2PackedQ8AKernels
+#endif
+
+namespace pinfer::quants::PINFER_PACKED_NS {
+namespace {
+
+constexpr int kTokTile = 4;    // tokens per register tile
+constexpr int kTokChunk = 64;  // tokens whose activations stay in L2 while the groups pass
+
+inline __m256i Bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The exact int32 block sums of 8 rows (lanes) against NT tokens, and their float step.
+template <GgmlType T, typename Block, int NT>
+inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m256* acc) {
+  const __m256i low = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& w = g[b];
+    __m256i isum[NT];
+    if constexpr (T == GgmlType::kQ8_0) {
+#if PINFER_AVXVNNI
+      // Codes stored + 128: u8 x s8 dots, less 128 * sum_a (exact).
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_set1_epi32(-128 * a[t][b].sum);
+      for (int c = 0; c < 8; ++c) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm256_dpbusd_avx_epi32(isum[t], v, Bcast4(a[t][b].qs + 4 * c));
+      }
+#else
+      // The signed codes' magnitudes (<= 128) times the activations with the codes' signs:
+      // a pair sums to at most 2 x 128 x 127 = 32512 in int16, then vpmaddwd to int32.
+      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        const __m256i s = _mm256_xor_si256(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c)), flip);
+        const __m256i u = _mm256_sign_epi8(s, s);
+        for (int t = 0; t < NT; ++t) {
+          const __m256i p =
+              _mm256_maddubs_epi16(u, _mm256_sign_epi8(Bcast4(a[t][b].qs + 4 * c), s));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, ones));
+        }
+      }
+#endif
+    } else {
+#if PINFER_AVXVNNI
+      for (int t = 0; t < NT; ++t) {
+        isum[t] =
+            T == GgmlType::kQ4_0 ? _mm256_set1_epi32(-8 * a[t][b].sum) : _mm256_setzero_si256();
+      }
+      for (int c = 0; c < 4; ++c) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int t = 0; t < NT; ++t) {
+          isum[t] = _mm256_dpbusd_avx_epi32(isum[t], lo, Bcast4(a[t][b].qs + 4 * c));
+          isum[t] = _mm256_dpbusd_avx_epi32(isum[t], hi, Bcast4(a[t][b].qs + 16 + 4 * c));
+        }
+      }
+#else
+      // Codes 0..15 times |a| <= 127: the 8 maddubs of a block sum to at most
+      // 8 x 2 x 15 x 127 = 30480 per int16 lane, exact; then one vpmaddwd to int32.
+      __m256i p16[NT];
+      for (int t = 0; t < NT; ++t) p16[t] = _mm256_setzero_si256();
+      for (int c = 0; c < 4; ++c) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+        const __m256i lo = _mm256_and_si256(v, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        for (int t = 0; t < NT; ++t) {
+          p16[t] = _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(lo, Bcast4(a[t][b].qs + 4 * c)));
+          p16[t] =
+              _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(hi, Bcast4(a[t][b].qs + 16 + 4 * c)));
+        }
+      }
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int t = 0; t < NT; ++t) {
+        isum[t] = _mm256_madd_epi16(p16[t], ones);
+        if constexpr (T == GgmlType::kQ4_0)
+          isum[t] = _mm256_sub_epi32(isum[t], _mm256_set1_epi32(8 * a[t][b].sum));
+      }
+#endif
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+    for (int t = 0; t < NT; ++t) {
+      const __m256 da = _mm256_set1_ps(a[t][b].d);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    if constexpr (T == GgmlType::kQ4_1) {
+      const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.m)));
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(mw, _mm256_set1_ps(a[t][b].d)),
+                                 _mm256_set1_ps(static_cast<float>(a[t][b].sum)), acc[t]);
+      }
+    }
+  }
+}
+
+template <GgmlType T, typename Block, int NT>
+inline void Tile(const Block* g, int64_t nb, int rows, const uint8_t* acts, int64_t act_row_bytes,
+                 float* y, int64_t y_row_stride) {
+  const BlockQ8A* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const BlockQ8A*>(acts + t * act_row_bytes);
+  __m256 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  GroupTile<T, Block, NT>(g, nb, a, acc);
+  for (int t = 0; t < NT; ++t) {
+    if (rows == kPackRows) {
+      _mm256_storeu_ps(y + t * y_row_stride, acc[t]);
+    } else {
+      alignas(32) float v[kPackRows];
+      _mm256_store_ps(v, acc[t]);
+      for (int i = 0; i < rows; ++i) y[t * y_row_stride + i] = v[i];
+    }
+  }
+}
+
+template <GgmlType T, typename Block>
+void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_bytes, int n_tok,
+               int64_t n, float* y, int64_t y_row_stride) {
+  const int64_t nb = n / kQK8A;
+  const int64_t groups = (n_rows + kPackRows - 1) / kPackRows;
+  const auto* gw = static_cast<const Block*>(w);
+  const auto* ab = static_cast<const uint8_t*>(acts);
+  for (int t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+    const int t1 = std::min(n_tok, t0 + kTokChunk);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int rows = static_cast<int>(std::min<int64_t>(kPackRows, n_rows - g * kPackRows));
+      float* yg = y + g * kPackRows;
+      int t = t0;
+      for (; t + kTokTile <= t1; t += kTokTile)
+        Tile<T, Block, kTokTile>(gw + g * nb, nb, rows, ab + t * act_row_bytes, act_row_bytes,
+                                 yg + t * y_row_stride, y_row_stride);
+      const int left = t1 - t;
+      const uint8_t* at = ab + t * act_row_bytes;
+      float* yt = yg + t * y_row_stride;
+      if (left == 3) Tile<T, Block, 3>(gw + g * nb, nb, rows, at, act_row_bytes, yt, y_row_stride);
+      if (left == 2) Tile<T, Block, 2>(gw + g * nb, nb, rows, at, act_row_bytes, yt, y_row_stride);
+      if (left == 1) Tile<T, Block, 1>(gw + g * nb, nb, rows, at, act_row_bytes, yt, y_row_stride);
+    }
+  }
+}
+
+constexpr PackedQ8AKernels kSet = {PINFER_PACKED_NAME, PackedDot<GgmlType::kQ4_0, BlockQ4_0x8>,
+                                   PackedDot<GgmlType::kQ4_1, BlockQ4_1x8>,
+                                   PackedDot<GgmlType::kQ8_0, BlockQ8_0x8>};
+
+}  // namespace
+}  // namespace pinfer::quants::PINFER_PACKED_NS
+
+namespace pinfer::quants {
+const PackedQ8AKernels* PINFER_PACKED_ACCESSOR() { return &PINFER_PACKED_NS::kSet; }
+}  // namespace pinfer::quants
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64 (or no AVX-VNNI in this compiler)
+
+#include "loaders/quants_packed.h"
+
+namespace pinfer::quants {
+#if PINFER_AVXVNNI
+const PackedQ8AKernels* AvxVnniPackedQ8AKernels() { return nullptr; }
+#else
+const PackedQ8AKernels* Avx2PackedQ8AKernels() { return nullptr; }
+#endif
+}  // namespace pinfer::quants
+
+#endif

@@ -1,0 +1,177 @@
+// The AVX-512 VNNI set (kernel_set.h's avx512vnni) of quants_packed.h's kernels: one 512-bit
+// register holds 4 codes of each of 16 rows (two consecutive 8-row groups, int32 lane = row),
+// multiplied by vpdpbusd into a token's 4 activation codes broadcast to every lane. The int32
+// block sums are exact (Q4_0: nibbles less 8 * sum_a; Q8_0: the stored code + 128, less
+// 128 * sum_a), then one vector fma per block and token (d_w[16] from F16C times d_a), so the
+// floats are the scalar set's bit for bit. Tiles: 16 rows x 8 tokens of accumulators; tokens in
+// chunks of 64 so a chunk's activations stay in L2 while every group pair passes over them.
+// Null where the compiler has no AVX-512 VNNI or off x86-64; kernel_set.cc checks the CPU
+// (cpuid and the OS's ZMM state) before the set is used.
+#if (defined(__x86_64__) || defined(_M_X64)) &&      \
+    ((defined(__clang__) && __clang_major__ >= 8) || \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 9))
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loaders/quants_packed.h"
+#include "loaders/quants_q8a.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(                                                      \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))), \
+    apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the unmasked builtins' pass-through,
+// which -Wmaybe-uninitialized reports at every inlined call (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace pinfer::quants::packed_avx512vnni {
+namespace {
+
+constexpr int kTokTile = 8;    // tokens per register tile
+constexpr int kTokChunk = 64;  // tokens whose activations stay in L2 while the groups pass
+
+inline __m512i Bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// 32 bytes at offset off of block b in both groups: the low half rows 0..7, the high half 8..15.
+inline __m512i Load2(const uint8_t* p0, const uint8_t* p1) {
+  return _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0))),
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1)), 1);
+}
+
+inline __m512 Half2(const uint16_t* p0, const uint16_t* p1) {
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0))),
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)), 1));
+}
+
+// 16 rows (groups g0, g1) x NT tokens: acc[t] lane r = the pair's float accumulator.
+template <GgmlType T, typename Block, int NT>
+inline void PairTile(const Block* g0, const Block* g1, int64_t nb, const BlockQ8A* const* a,
+                     __m512* acc) {
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const Block& w0 = g0[b];
+    const Block& w1 = g1[b];
+    __m512i isum[NT];
+    if constexpr (T == GgmlType::kQ8_0) {
+      for (int t = 0; t < NT; ++t) isum[t] = _mm512_set1_epi32(-128 * a[t][b].sum);
+      for (int c = 0; c < 8; ++c) {
+        const __m512i v = Load2(w0.qs + 32 * c, w1.qs + 32 * c);
+        for (int t = 0; t < NT; ++t)
+          isum[t] = _mm512_dpbusd_epi32(isum[t], v, Bcast4(a[t][b].qs + 4 * c));
+      }
+    } else {
+      for (int t = 0; t < NT; ++t) {
+        isum[t] =
+            T == GgmlType::kQ4_0 ? _mm512_set1_epi32(-8 * a[t][b].sum) : _mm512_setzero_si512();
+      }
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = Load2(w0.qs + 32 * c, w1.qs + 32 * c);
+        const __m512i lo = _mm512_and_si512(v, low);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        for (int t = 0; t < NT; ++t) {
+          isum[t] = _mm512_dpbusd_epi32(isum[t], lo, Bcast4(a[t][b].qs + 4 * c));
+          isum[t] = _mm512_dpbusd_epi32(isum[t], hi, Bcast4(a[t][b].qs + 16 + 4 * c));
+        }
+      }
+    }
+    const __m512 dw = Half2(w0.d, w1.d);
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[t][b].d)),
+                               _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    if constexpr (T == GgmlType::kQ4_1) {
+      const __m512 mw = Half2(w0.m, w1.m);
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(mw, _mm512_set1_ps(a[t][b].d)),
+                                 _mm512_set1_ps(static_cast<float>(a[t][b].sum)), acc[t]);
+      }
+    }
+  }
+}
+
+template <GgmlType T, typename Block, int NT>
+inline void Tile(const Block* g0, const Block* g1, int64_t nb, int rows, const uint8_t* acts,
+                 int64_t act_row_bytes, float* y, int64_t y_row_stride) {
+  const BlockQ8A* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const BlockQ8A*>(acts + t * act_row_bytes);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  PairTile<T, Block, NT>(g0, g1, nb, a, acc);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + t * y_row_stride, mask, acc[t]);
+}
+
+template <GgmlType T, typename Block, int NT>
+inline void TileRun(const Block* g0, const Block* g1, int64_t nb, int rows, const uint8_t* acts,
+                    int64_t act_row_bytes, int n, float* y, int64_t y_row_stride) {
+  int t = 0;
+  for (; t + NT <= n; t += NT)
+    Tile<T, Block, NT>(g0, g1, nb, rows, acts + t * act_row_bytes, act_row_bytes,
+                       y + t * y_row_stride, y_row_stride);
+  if constexpr (NT > 1) {
+    if (t < n)
+      TileRun<T, Block, NT / 2>(g0, g1, nb, rows, acts + t * act_row_bytes, act_row_bytes, n - t,
+                                y + t * y_row_stride, y_row_stride);
+  }
+}
+
+template <GgmlType T, typename Block>
+void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_bytes, int n_tok,
+               int64_t n, float* y, int64_t y_row_stride) {
+  const int64_t nb = n / kQK8A;
+  const int64_t groups = (n_rows + kPackRows - 1) / kPackRows;
+  const auto* gw = static_cast<const Block*>(w);
+  const auto* ab = static_cast<const uint8_t*>(acts);
+  for (int t0 = 0; t0 < n_tok; t0 += kTokChunk) {
+    const int nt = std::min(n_tok - t0, kTokChunk);
+    for (int64_t g = 0; g < groups; g += 2) {
+      // The last odd group runs against itself in the high half (those lanes are not stored).
+      const Block* g0 = gw + g * nb;
+      const Block* g1 = g + 1 < groups ? g0 + nb : g0;
+      const int rows = static_cast<int>(std::min<int64_t>(2 * kPackRows, n_rows - g * kPackRows));
+      TileRun<T, Block, kTokTile>(g0, g1, nb, rows, ab + t0 * act_row_bytes, act_row_bytes, nt,
+                                  y + t0 * y_row_stride + g * kPackRows, y_row_stride);
+    }
+  }
+}
+
+constexpr PackedQ8AKernels kSet = {"avx512vnni", PackedDot<GgmlType::kQ4_0, BlockQ4_0x8>,
+                                   PackedDot<GgmlType::kQ4_1, BlockQ4_1x8>,
+                                   PackedDot<GgmlType::kQ8_0, BlockQ8_0x8>};
+
+}  // namespace
+}  // namespace pinfer::quants::packed_avx512vnni
+
+namespace pinfer::quants {
+const PackedQ8AKernels* Avx512VnniPackedQ8AKernels() { return &packed_avx512vnni::kSet; }
+}  // namespace pinfer::quants
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+#else  // not x86-64, or no AVX-512 VNNI in this compiler
+
+#include "loaders/quants_packed.h"
+
+namespace pinfer::quants {
+const PackedQ8AKernels* Avx512VnniPackedQ8AKernels() { return nullptr; }
+}  // namespace pinfer::quants
+
+#endif
