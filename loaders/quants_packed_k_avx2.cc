@@ -1,4 +1,4 @@
-// The AVX2 set of quants_packed_k.h: 8 rows (one group) x up to 3 tokens per register block,
+// The AVX2 set of quants_packed_k.h: 8 rows (one group) x 3 tokens (Q6_K: 5) per register block,
 // the 4-value dots by vpmaddubsw then vpmaddwd by ones (AVX2 has no vpdpbusd), the sub-block
 // scales by vpmulld, the mins (Q6_K: the offset) by vpmaddwd against the activation block sums
 // (quants_packed_k_simd.h). Bit for bit the row kernels of quants_q8k.h.
@@ -26,13 +26,13 @@ namespace pinfer::quants {
 namespace {
 
 struct Avx2V : Ymm {
-  static constexpr int kTok = 3;
+  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3;
   static I Dot4(I acc, I w, const uint8_t* a) {
-    const I p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(Bcast(a)));
+    const I p = _mm256_maddubs_epi16(w, Bcast(a));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
   }
   static I Dot2(I acc, I w, const uint8_t* b) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(w, _mm256_set1_epi32(Bcast(b))));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(w, Bcast(b)));
   }
 };
 

@@ -1,7 +1,7 @@
-// The AVX-VNNI set of quants_packed_k.h: 8 rows (one group) x up to 3 tokens per register block,
-// the 4-value dots by 256-bit vpdpbusd (VEX), the sub-block scales by vpmulld, the mins (Q6_K:
-// the offset) by vpdpwssd against the activation block sums (quants_packed_k_simd.h). Bit for
-// bit the row kernels of quants_q8k.h.
+// The AVX-VNNI set of quants_packed_k.h: 8 rows (one group) x 3 tokens (Q6_K: 5) per register
+// block, the 4-value dots by 256-bit vpdpbusd (VEX), the sub-block scales by vpmulld, the mins
+// (Q6_K: the offset) by vpdpwssd against the activation block sums (quants_packed_k_simd.h). Bit
+// for bit the row kernels of quants_q8k.h.
 //
 // As in quants_q8k_avx2.cc, only the code below the target pragma is compiled for AVX-VNNI; the
 // accessor at the end is baseline code (the caller checks cpuid before calling the kernels).
@@ -29,13 +29,9 @@ namespace pinfer::quants {
 namespace {
 
 struct VnniV : Ymm {
-  static constexpr int kTok = 3;
-  static I Dot4(I acc, I w, const uint8_t* a) {
-    return _mm256_dpbusd_avx_epi32(acc, w, _mm256_set1_epi32(Bcast(a)));
-  }
-  static I Dot2(I acc, I w, const uint8_t* b) {
-    return _mm256_dpwssd_avx_epi32(acc, w, _mm256_set1_epi32(Bcast(b)));
-  }
+  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3;
+  static I Dot4(I acc, I w, const uint8_t* a) { return _mm256_dpbusd_avx_epi32(acc, w, Bcast(a)); }
+  static I Dot2(I acc, I w, const uint8_t* b) { return _mm256_dpwssd_avx_epi32(acc, w, Bcast(b)); }
 };
 
 constexpr PackedKQuantKernels kVnniSet{"avxvnni", PackedDot<VnniV, VnniV, kQ4>,

@@ -6,7 +6,10 @@
 //
 // A policy V has one lane of 32 bits per weight row (8 rows: one group; 16 rows: two groups,
 // group g in lanes 0..7 and group g + 1 in lanes 8..15) and provides:
-//   types I (int32 lanes), F (float lanes); kRows (8 or 16), kTok (tokens per register block);
+//   types I (int32 lanes), F (float lanes); kRows (8 or 16); kTok, kTok6: tokens per register
+//     block for Q4_K / Q5_K and for Q6_K; kSplitTok: up to this many tokens, Q4_K / Q5_K run the
+//     two sub-blocks of a 32-byte chunk of codes as two chains at once (3 int32 vectors per
+//     token), above it one after the other (2 per token, each chunk loaded twice);
 //   Load(p, gs): the 32 bytes at p (rows 0..7), with 16 rows also the 32 at p + gs (the same
 //     field of the next group); Half(p, gs): 8 (16) fp16 as floats;
 //   Dot4(acc, w, a): acc + per lane sum_i w.u8[i] * a.s8[i] over the lane's 4 bytes, a's 4 bytes
@@ -127,11 +130,8 @@ struct Ymm {
     return _mm_unpacklo_epi8(x, _mm_srli_si128(x, 8));
   }
   static I Q6Pairs(const int8_t* p, int64_t) { return _mm256_cvtepi8_epi16(Pairs128(p)); }
-  static int32_t Bcast(const uint8_t* a) {
-    int32_t v;
-    std::memcpy(&v, a, 4);
-    return v;
-  }
+  // The 4 bytes at a in every 32-bit lane (a vpbroadcastd from memory, not through a GPR).
+  static I Bcast(const uint8_t* a) { return _mm256_broadcastd_epi32(_mm_loadu_si32(a)); }
   static F Half(const uint16_t* p, int64_t) { return _mm256_cvtph_ps(_mm_loadu_si128(Ptr(p))); }
   static F Set1F(float v) { return _mm256_set1_ps(v); }
   static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -162,6 +162,20 @@ struct KScalesV {
   typename V::I MinPair(int j) const { return V::Shuffle(j < 4 ? m_lo : m_hi, kMinSel[j & 3]); }
 };
 
+// Q4_K / Q5_K: the codes of sub-block j at position k from the nibbles in the low 4 bits of
+// each byte of raw (Q5_K: with bit j of the packed qh as the fifth bit).
+template <class V, Fmt kF, typename Packed>
+inline typename V::I Codes45(const Packed& p, typename V::I raw, int k, int j, int64_t gs) {
+  typename V::I w = V::And(raw, V::Set1(0x0f0f0f0f));
+  if constexpr (kF == kQ5) {
+    const typename V::I qh = V::Load(p.qh[k], gs);
+    w = V::Or(w, V::And(BitsTo4<V>(qh, j), V::Set1(0x10101010)));
+  } else {
+    (void)p, (void)k, (void)j, (void)gs;
+  }
+  return w;
+}
+
 // One super-block of the register block's rows against NT tokens: a[t] is token t's activation
 // block, acc[t] its float accumulators (V::kRows floats, in memory).
 template <class V, Fmt kF, int NT>
@@ -171,11 +185,10 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   using F = typename V::F;
   using Packed = typename PackedOf<kF>::Type;
   const Packed& p = *reinterpret_cast<const Packed*>(blk);
-  const I low4 = V::Set1(0x0f0f0f0f);
   I sumi[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
   if constexpr (kF == kQ6) {
-    const I top2 = V::Set1(0x30303030);
+    const I low4 = V::Set1(0x0f0f0f0f), top2 = V::Set1(0x30303030);
     for (int h = 0; h < 2; ++h) {
       for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
         for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
@@ -214,25 +227,39 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   } else {
     const KScalesV<V, Packed> sc(p, gs);
     for (int c = 0; c < 4; ++c) {
-      I lo[NT], hi[NT];
-      for (int t = 0; t < NT; ++t) lo[t] = hi[t] = V::Zero();
+      if constexpr (NT <= V::kSplitTok) {  // both sub-blocks' chains at once (more in flight)
+        I lo[NT], hi[NT];
+        for (int t = 0; t < NT; ++t) lo[t] = hi[t] = V::Zero();
 #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const I raw = V::Load(p.qs[c][k], gs);
-        I wl = V::And(raw, low4), wh = V::And(V::Srli16(raw, 4), low4);
-        if constexpr (kF == kQ5) {
-          const I qh = V::Load(p.qh[k], gs), bit4 = V::Set1(0x10101010);
-          wl = V::Or(wl, V::And(BitsTo4<V>(qh, 2 * c), bit4));
-          wh = V::Or(wh, V::And(BitsTo4<V>(qh, 2 * c + 1), bit4));
+        for (int k = 0; k < 8; ++k) {
+          const I raw = V::Load(p.qs[c][k], gs);
+          const I wl = Codes45<V, kF>(p, raw, k, 2 * c, gs);
+          const I wh = Codes45<V, kF>(p, V::Srli16(raw, 4), k, 2 * c + 1, gs);
+          for (int t = 0; t < NT; ++t) {
+            lo[t] = V::Dot4(lo[t], wl, a[t] + kQsOff + 64 * c + 4 * k);
+            hi[t] = V::Dot4(hi[t], wh, a[t] + kQsOff + 64 * c + 32 + 4 * k);
+          }
         }
+        const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
         for (int t = 0; t < NT; ++t) {
-          lo[t] = V::Dot4(lo[t], wl, a[t] + kQsOff + 64 * c + 4 * k);
-          hi[t] = V::Dot4(hi[t], wh, a[t] + kQsOff + 64 * c + 32 + 4 * k);
+          sumi[t] = V::Add(sumi[t], V::Add(V::MulLo(lo[t], s0), V::MulLo(hi[t], s1)));
         }
-      }
-      const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
-      for (int t = 0; t < NT; ++t) {
-        sumi[t] = V::Add(sumi[t], V::Add(V::MulLo(lo[t], s0), V::MulLo(hi[t], s1)));
+      } else {  // one sub-block at a time (fewer registers: more tokens)
+        for (int half = 0; half < 2; ++half) {
+          I tmp[NT];
+          for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
+#pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k) {
+            I raw = V::Load(p.qs[c][k], gs);
+            if (half) raw = V::Srli16(raw, 4);
+            const I wq = Codes45<V, kF>(p, raw, k, 2 * c + half, gs);
+            for (int t = 0; t < NT; ++t) {
+              tmp[t] = V::Dot4(tmp[t], wq, a[t] + kQsOff + 64 * c + 32 * half + 4 * k);
+            }
+          }
+          const I s = sc.Sc(2 * c + half);
+          for (int t = 0; t < NT; ++t) sumi[t] = V::Add(sumi[t], V::MulLo(tmp[t], s));
+        }
       }
     }
     I summ[NT];
@@ -277,6 +304,10 @@ inline void TileN(int nt, const uint8_t* w, int64_t gs, int rows_valid, const ui
   kFns[nt - 1](w, gs, rows_valid, act, act_row_bytes, nb, y, y_row_stride);
 }
 
+// Tokens per register block of policy V for format kF (Q6_K keeps fewer registers per token).
+template <class V, Fmt kF>
+constexpr int kTokOf = kF == kQ6 ? V::kTok6 : V::kTok;
+
 // The PackedDotFn: Wide's register blocks (one or two groups), Narrow's (one group) for a last
 // odd group where Wide takes two.
 template <class Wide, class Narrow, Fmt kF>
@@ -289,8 +320,9 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
   const int64_t gs = nb * static_cast<int64_t>(sizeof(Packed));
   const int64_t n_groups = (n_rows + kPackKRows - 1) / kPackKRows;
   constexpr int kWideGroups = Wide::kRows / kPackKRows;
-  int64_t chunk = kChunkBytes / (act_row_bytes > 0 ? act_row_bytes : 1) / Wide::kTok * Wide::kTok;
-  if (chunk < Wide::kTok) chunk = Wide::kTok;
+  constexpr int kWideTok = kTokOf<Wide, kF>, kNarrowTok = kTokOf<Narrow, kF>;
+  int64_t chunk = kChunkBytes / (act_row_bytes > 0 ? act_row_bytes : 1) / kWideTok * kWideTok;
+  if (chunk < kWideTok) chunk = kWideTok;
   for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n_tok ? c0 + chunk : n_tok;
     for (int64_t g = 0; g < n_groups;) {
@@ -304,14 +336,14 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
         const uint8_t* at = ab + t0 * act_row_bytes;
         float* yt = y + t0 * y_row_stride + r0;
         if (wide) {
-          const int nt = static_cast<int>(c1 - t0 < Wide::kTok ? c1 - t0 : Wide::kTok);
+          const int nt = static_cast<int>(c1 - t0 < kWideTok ? c1 - t0 : kWideTok);
           TileN<Wide, kF>(nt, wg, gs, rows_valid, at, act_row_bytes, nb, yt, y_row_stride,
-                          std::make_integer_sequence<int, Wide::kTok>());
+                          std::make_integer_sequence<int, kWideTok>());
           t0 += nt;
         } else {
-          const int nt = static_cast<int>(c1 - t0 < Narrow::kTok ? c1 - t0 : Narrow::kTok);
+          const int nt = static_cast<int>(c1 - t0 < kNarrowTok ? c1 - t0 : kNarrowTok);
           TileN<Narrow, kF>(nt, wg, gs, rows_valid, at, act_row_bytes, nb, yt, y_row_stride,
-                            std::make_integer_sequence<int, Narrow::kTok>());
+                            std::make_integer_sequence<int, kNarrowTok>());
           t0 += nt;
         }
       }
