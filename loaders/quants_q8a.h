@@ -79,7 +79,9 @@ const Q8AKernels* Avx2Q8AKernels();
 const Q8AKernels* AvxVnniQ8AKernels();
 // The NEON set; nullptr off AArch64.
 const Q8AKernels* NeonQ8AKernels();
-// The set's table (scalar where this build has no such set).
+// Set s's table: avxvnni's (the AVX2 one where the compiler has no AVX-VNNI: the same values),
+// for avx512vnni the AVX-VNNI one where the CPU runs AVX-VNNI (VEX) else the AVX2 one, avx2's,
+// neon's, the scalar one for scalar and where this build lacks the set's table.
 const Q8AKernels& Q8AKernelsFor(KernelSet s);
 
 // The row dot of weight type t in table k; nullptr for a type without one.

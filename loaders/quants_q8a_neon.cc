@@ -125,15 +125,61 @@ constexpr int32_t kOffset = T == GgmlType::kQ4_0   ? 8
                             : T == GgmlType::kQ5_0 ? 16
                                                    : 0;
 
-// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says: per
-// block the two dots' eight int32 lanes summed (exact) to i_b, then the header's scalar fma chain.
+// NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says. Four
+// blocks at a time: each token's four blocks' lane vectors reduce together (pairwise adds) to one
+// vector of the four exact block sums; the offsets, int -> float conversions and scale products
+// are vector operations, and only the header's fma chain is scalar, the NT tokens' chains
+// interleaved so they overlap. The blocks past the last multiple of 4 take one at a time.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
+  constexpr int64_t kBytes = sizeof(Block);
   float acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-  for (int64_t b = 0; b < nb; ++b) {
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    WBlock wb[4];
+    float dw[4], mw[4];
+    for (int k = 0; k < 4; ++k) {
+      Decode<T>(w + (b + k) * kBytes, wb[k]);
+      dw[k] = wb[k].d;
+      if constexpr (kHasMin<T>) mw[k] = wb[k].m;
+    }
+    const float32x4_t dwv = vld1q_f32(dw);
+    float s[NT][4], f[NT][4], sm[NT][4], fs[NT][4];
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8A* ab = a[t] + b;
+      int32x4_t v[4];
+      for (int k = 0; k < 4; ++k) {
+        v[k] = vaddq_s32(Dot16(wb[k].q[0], vld1q_s8(ab[k].qs)),
+                         Dot16(wb[k].q[1], vld1q_s8(ab[k].qs + 16)));
+      }
+      // [v0 lanes 0+1, 2+3, v1 ...], then the four blocks' whole sums in block order.
+      int32x4_t isum = vpaddq_s32(vpaddq_s32(v[0], v[1]), vpaddq_s32(v[2], v[3]));
+      const float da_s[4] = {ab[0].d, ab[1].d, ab[2].d, ab[3].d};
+      const float32x4_t da = vld1q_f32(da_s);
+      vst1q_f32(s[t], vmulq_f32(dwv, da));
+      if constexpr (kOffset<T> != 0 || kHasMin<T>) {
+        const int32_t suma_s[4] = {ab[0].sum, ab[1].sum, ab[2].sum, ab[3].sum};
+        const int32x4_t suma = vld1q_s32(suma_s);
+        if constexpr (kOffset<T> != 0) {
+          isum = vmlsq_n_s32(isum, suma, kOffset<T>);  // exact: |i_b| < 2^24
+        } else {
+          vst1q_f32(sm[t], vmulq_f32(vld1q_f32(mw), da));
+          vst1q_f32(fs[t], vcvtq_f32_s32(suma));
+        }
+      }
+      vst1q_f32(f[t], vcvtq_f32_s32(isum));
+    }
+    for (int k = 0; k < 4; ++k) {
+      for (int t = 0; t < NT; ++t) {
+        acc[t] = std::fma(s[t][k], f[t][k], acc[t]);
+        if constexpr (kHasMin<T>) acc[t] = std::fma(sm[t][k], fs[t][k], acc[t]);
+      }
+    }
+  }
+  for (; b < nb; ++b) {
     WBlock wb;
-    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+    Decode<T>(w + b * kBytes, wb);
     for (int t = 0; t < NT; ++t) {
       const BlockQ8A& ab = a[t][b];
       const int32x4_t i0 = Dot16(wb.q[0], vld1q_s8(ab.qs));

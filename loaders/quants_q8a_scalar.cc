@@ -120,11 +120,25 @@ const Q8AKernels& ScalarQ8AKernels() { return kScalar; }
 
 const Q8AKernels& Q8AKernelsFor(KernelSet s) {
   const Q8AKernels* k = nullptr;
-  if (s == KernelSet::kAvx2) k = Avx2Q8AKernels();
-  if (s == KernelSet::kAvxVnni) k = AvxVnniQ8AKernels();
-  // avx512vnni: the AVX-VNNI rows where the CPU has AVX-VNNI (VEX), else the AVX2 ones.
-  if (s == KernelSet::kAvx512Vnni) k = CpuRunsAvxVnni() ? AvxVnniQ8AKernels() : Avx2Q8AKernels();
-  if (s == KernelSet::kNeon) k = NeonQ8AKernels();
+  switch (s) {
+    case KernelSet::kScalar:
+      break;
+    case KernelSet::kAvxVnni:
+      k = AvxVnniQ8AKernels();
+      if (k == nullptr) k = Avx2Q8AKernels();  // the same values
+      break;
+    case KernelSet::kAvx512Vnni:
+      // The AVX-VNNI rows where the CPU has AVX-VNNI (VEX), else the AVX2 ones (the same values).
+      k = CpuRunsAvxVnni() ? AvxVnniQ8AKernels() : nullptr;
+      if (k == nullptr) k = Avx2Q8AKernels();
+      break;
+    case KernelSet::kAvx2:
+      k = Avx2Q8AKernels();
+      break;
+    case KernelSet::kNeon:
+      k = NeonQ8AKernels();
+      break;
+  }
   return k != nullptr ? *k : kScalar;
 }
 

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 #include "loaders/quants_int8.h"
 
@@ -62,5 +63,8 @@ const KQuantKernels* Avx2KQuantKernels();
 // The NEON set (vdotq_s32 where the build targets the dot-product extension, widening
 // multiplies otherwise); nullptr off AArch64.
 const KQuantKernels* NeonKQuantKernels();
+// Set s's table: the AVX2 one for the sets that run AVX2's K-quant kernels (UsesAvx2Kernels),
+// NEON's for neon, the scalar one for scalar and where this build lacks the set's table.
+const KQuantKernels& KQuantKernelsFor(KernelSet s);
 
 }  // namespace pinfer::quants

@@ -149,4 +149,11 @@ const KQuantKernels& ScalarKQuantKernels() {
   return kSet;
 }
 
+const KQuantKernels& KQuantKernelsFor(KernelSet s) {
+  const KQuantKernels* k = nullptr;
+  if (UsesAvx2Kernels(s)) k = Avx2KQuantKernels();
+  if (s == KernelSet::kNeon) k = NeonKQuantKernels();
+  return k != nullptr ? *k : ScalarKQuantKernels();
+}
+
 }  // namespace pinfer::quants

@@ -12,6 +12,7 @@
 // stay in L2 while the rows stream past.
 #pragma once
 
+#include "loaders/kernel_set.h"
 #include "loaders/quants_int8.h"
 
 namespace pinfer::quants {
@@ -25,5 +26,10 @@ struct KQuantTileKernels {
 const KQuantTileKernels& ScalarKQuantTileKernels();
 // The AVX2 set (needs AVX2, FMA and F16C; the caller checks the CPU); nullptr off x86-64.
 const KQuantTileKernels* Avx2KQuantTileKernels();
+// The tiles a batch of set s runs, or null where the set has none of its own, so its batches
+// take its row kernels (the same floats): the AVX2 tiles for the sets that run AVX2's K-quant
+// kernels (UsesAvx2Kernels); null for scalar (its tiles are its row dots, row by row, so they
+// would add nothing) and for neon (no NEON tiles: the scalar ones would replace its row kernels).
+const KQuantTileKernels* KQuantTileKernelsFor(KernelSet s);
 
 }  // namespace pinfer::quants

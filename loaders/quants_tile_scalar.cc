@@ -25,4 +25,8 @@ const KQuantTileKernels& ScalarKQuantTileKernels() {
   return kSet;
 }
 
+const KQuantTileKernels* KQuantTileKernelsFor(KernelSet s) {
+  return UsesAvx2Kernels(s) ? Avx2KQuantTileKernels() : nullptr;
+}
+
 }  // namespace pinfer::quants

@@ -45,23 +45,15 @@ const quants::Q8AKernels& ActiveQ8A() {
   return *k;
 }
 
+// The process's K-quant row kernels and tiles (null: batches take the row kernels); each table's
+// *For function maps the kernel set to it.
 const quants::KQuantKernels& ActiveKQuant() {
-  static const quants::KQuantKernels* const k = [] {
-    const quants::KQuantKernels* set = nullptr;
-    if (UsesAvx2Kernels(ActiveKernelSet())) set = quants::Avx2KQuantKernels();
-    if (ActiveKernelSet() == KernelSet::kNeon) set = quants::NeonKQuantKernels();
-    return set != nullptr ? set : &quants::ScalarKQuantKernels();
-  }();
+  static const quants::KQuantKernels* const k = &quants::KQuantKernelsFor(ActiveKernelSet());
   return *k;
 }
 
-// The tiled kernels of the process's kernel set (quants_tile.h), or null where the set has none:
-// the scalar and NEON sets' batches take their row dots (the scalar tile kernels are those row
-// dots, row by row, so they would add nothing; on NEON they would replace its row kernels by
-// the scalar ones), which give the same floats.
 const quants::KQuantTileKernels* ActiveKQuantTile() {
-  static const quants::KQuantTileKernels* const k =
-      UsesAvx2Kernels(ActiveKernelSet()) ? quants::Avx2KQuantTileKernels() : nullptr;
+  static const quants::KQuantTileKernels* const k = quants::KQuantTileKernelsFor(ActiveKernelSet());
   return k;
 }
 

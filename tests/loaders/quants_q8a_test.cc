@@ -277,5 +277,21 @@ TEST(QuantsQ8A, ATokensResultIsTheSameAloneOrInABatchOfSeven) {
   }
 }
 
+// Q8AKernelsFor's set -> table rule: each set its own table (avxvnni: the AVX2 one where the
+// compiler has no AVX-VNNI; avx512vnni: avxvnni's where the CPU runs AVX-VNNI, else avx2's),
+// scalar where the build lacks the set.
+TEST(QuantsQ8A, EachSetMapsToItsTable) {
+  EXPECT_EQ(&Q8AKernelsFor(KernelSet::kScalar), &ScalarQ8AKernels());
+  const Q8AKernels* vnni = AvxVnniQ8AKernels() != nullptr ? AvxVnniQ8AKernels() : Avx2Q8AKernels();
+  for (KernelSet s : kAllKernelSets) {
+    const Q8AKernels* own = &ScalarQ8AKernels();
+    if (s == KernelSet::kAvx2) own = Avx2Q8AKernels();
+    if (s == KernelSet::kAvxVnni) own = vnni;
+    if (s == KernelSet::kAvx512Vnni) own = CpuRunsAvxVnni() ? vnni : Avx2Q8AKernels();
+    if (s == KernelSet::kNeon) own = NeonQ8AKernels();
+    EXPECT_EQ(&Q8AKernelsFor(s), own != nullptr ? own : &ScalarQ8AKernels()) << KernelSetName(s);
+  }
+}
+
 }  // namespace
 }  // namespace pinfer::quants

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "loaders/fp16.h"
 #include "loaders/quants.h"
+#include "loaders/quants_tile.h"
 
 namespace pinfer::quants {
 namespace {
@@ -282,6 +283,24 @@ TEST(KQuantDot, BatchInvariant) {
         EXPECT_EQ(batch[max_tok - 1], last);
       }
     }
+  }
+}
+
+// The set -> table rule beside the tables (MatMul's choice): every set this CPU runs gets the
+// table of its own family, and the tiles exist exactly for the AVX2-family sets.
+TEST(KQuantKernels, EachSetMapsToItsFamilysTable) {
+  EXPECT_EQ(&KQuantKernelsFor(KernelSet::kScalar), &ScalarKQuantKernels());
+  EXPECT_EQ(KQuantTileKernelsFor(KernelSet::kScalar), nullptr);
+  EXPECT_EQ(KQuantTileKernelsFor(KernelSet::kNeon), nullptr);
+  for (KernelSet s : kAllKernelSets) {
+    const char* want = UsesAvx2Kernels(s) && Avx2KQuantKernels() != nullptr ? "avx2"
+                       : s == KernelSet::kNeon && NeonKQuantKernels() != nullptr
+                           ? NeonKQuantKernels()->name
+                           : "scalar";
+    EXPECT_STREQ(KQuantKernelsFor(s).name, want) << KernelSetName(s);
+    EXPECT_EQ(KQuantTileKernelsFor(s) != nullptr,
+              UsesAvx2Kernels(s) && Avx2KQuantTileKernels() != nullptr)
+        << KernelSetName(s);
   }
 }
 
