@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "loaders/fp16.h"
@@ -159,13 +160,11 @@ inline int32_t SumLanes(__m256i v) {
 // the eight exact block sums; the offsets, int -> float conversions and scale products are
 // vector operations, and only the header's fma chain is scalar, the NT tokens' chains
 // interleaved so they overlap. The blocks past the last multiple of 8 take one at a time.
+// RowDot runs it for a single token (decode), where the one chain (an fma's latency per block,
+// two for Q4_1 / Q5_1) bounds the speed; batches take DotTokenLanes.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
   constexpr int64_t kBytes = sizeof(Block);
-  constexpr int kAStride = sizeof(BlockQ8A) / sizeof(float);  // a block's d and sum, in 4 bytes
-  static_assert(sizeof(BlockQ8A) % sizeof(float) == 0 && offsetof(BlockQ8A, sum) == 4);
-  const __m256i gather =
-      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(kAStride));
   float acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
   int64_t b = 0;
@@ -191,10 +190,12 @@ void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* co
       __m256i isum =
           _mm256_add_epi32(_mm256_permute2x128_si256(x, yv, 0x21), _mm256_blend_epi32(x, yv, 0xf0));
       const BlockQ8A* ab = a[t] + b;
-      const __m256 da = _mm256_i32gather_ps(&ab->d, gather, 4);
+      const __m256 da =
+          _mm256_setr_ps(ab[0].d, ab[1].d, ab[2].d, ab[3].d, ab[4].d, ab[5].d, ab[6].d, ab[7].d);
       _mm256_store_ps(s[t], _mm256_mul_ps(dwv, da));
       if constexpr (kOffsetShift<T> != 0 || kHasMin<T>) {
-        const __m256i suma = _mm256_i32gather_epi32(&ab->sum, gather, 4);
+        const __m256i suma = _mm256_setr_epi32(ab[0].sum, ab[1].sum, ab[2].sum, ab[3].sum,
+                                               ab[4].sum, ab[5].sum, ab[6].sum, ab[7].sum);
         if constexpr (kOffsetShift<T> != 0) {
           isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(suma, kOffsetShift<T>));
         } else {
@@ -227,34 +228,125 @@ void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* co
   for (int t = 0; t < NT; ++t) *y[t] = acc[t];
 }
 
+// L = 4 or 8 tokens in the lanes of one float vector, so the L chains of the header's fma step
+// are one vector fma per block (lane t is exactly token t's scalar chain: a vector fma rounds
+// each lane once). a[t] are the token rows (t < L; lanes past the caller's nt repeat a row and
+// are not written). Per block: each token's eight lane sums, reduced (hadd) across the tokens to
+// one vector of the L block sums i_b; d_a and sum_a loaded across the tokens (scalar loads and
+// inserts: measured faster than vgatherdps here); s = d_w * d_a as a vector.
+template <int L>
+struct Lanes8;
+template <>
+struct Lanes8<8> {
+  using F = __m256;
+  using I = __m256i;
+  static I Reduce(const __m256i* v) {
+    const __m256i x =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i y =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(x, y, 0x21), _mm256_blend_epi32(x, y, 0xf0));
+  }
+  static F Set1(float v) { return _mm256_set1_ps(v); }
+  static F Zero() { return _mm256_setzero_ps(); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F Cvt(I v) { return _mm256_cvtepi32_ps(v); }
+  template <int kShift>
+  static I SubShifted(I v, I s) {
+    return _mm256_sub_epi32(v, _mm256_slli_epi32(s, kShift));
+  }
+  static void Store(float* p, F v) { _mm256_storeu_ps(p, v); }
+};
+template <>
+struct Lanes8<4> {
+  using F = __m128;
+  using I = __m128i;
+  static I Reduce(const __m256i* v) {
+    const __m256i x =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
+  }
+  static F Set1(float v) { return _mm_set1_ps(v); }
+  static F Zero() { return _mm_setzero_ps(); }
+  static F Mul(F a, F b) { return _mm_mul_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm_fmadd_ps(a, b, c); }
+  static F Cvt(I v) { return _mm_cvtepi32_ps(v); }
+  template <int kShift>
+  static I SubShifted(I v, I s) {
+    return _mm_sub_epi32(v, _mm_slli_epi32(s, kShift));
+  }
+  static void Store(float* p, F v) { _mm_storeu_ps(p, v); }
+};
+
+template <GgmlType T, typename Block, int L>
+void DotTokenLanes(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y,
+                   int nt) {
+  using V = Lanes8<L>;
+  typename V::F acc = V::Zero();
+  for (int64_t b = 0; b < nb; ++b) {
+    WBlock wb;
+    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+    __m256i v[L];
+    for (int t = 0; t < L; ++t) v[t] = Lanes<T>(wb, a[t][b]);
+    typename V::I isum = V::Reduce(v);
+    typename V::F da;
+    if constexpr (L == 8) {
+      da = _mm256_setr_ps(a[0][b].d, a[1][b].d, a[2][b].d, a[3][b].d, a[4][b].d, a[5][b].d,
+                          a[6][b].d, a[7][b].d);
+    } else {
+      da = _mm_setr_ps(a[0][b].d, a[1][b].d, a[2][b].d, a[3][b].d);
+    }
+    typename V::I suma;
+    if constexpr (kOffsetShift<T> != 0 || kHasMin<T>) {
+      if constexpr (L == 8) {
+        suma = _mm256_setr_epi32(a[0][b].sum, a[1][b].sum, a[2][b].sum, a[3][b].sum, a[4][b].sum,
+                                 a[5][b].sum, a[6][b].sum, a[7][b].sum);
+      } else {
+        suma = _mm_setr_epi32(a[0][b].sum, a[1][b].sum, a[2][b].sum, a[3][b].sum);
+      }
+    }
+    if constexpr (kOffsetShift<T> != 0) isum = V::template SubShifted<kOffsetShift<T>>(isum, suma);
+    acc = V::Fma(V::Mul(V::Set1(wb.d), da), V::Cvt(isum), acc);
+    if constexpr (kHasMin<T>) acc = V::Fma(V::Mul(V::Set1(wb.m), da), V::Cvt(suma), acc);
+  }
+  float out[L];
+  V::Store(out, acc);
+  for (int t = 0; t < nt; ++t) *y[t] = out[t];
+}
+
+// Tokens t0.. of the call: groups of 8 and 4 in vector lanes (DotTokenLanes), 2 or 3 left in a
+// 4-lane group, one left (decode) with the eight blocks per vector of DotTokens. Every path
+// computes the header's floats, so a token's result does not depend on its group.
 template <GgmlType T, typename Block>
 void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok, int64_t n,
             float* y, int64_t y_stride) {
-  constexpr int kGroup = 4;  // tokens sharing each decoded weight block
   const auto* w = static_cast<const uint8_t*>(w_row);
   const auto* base = static_cast<const uint8_t*>(acts);
   const int64_t nb = n / kQK8A;
-  for (int t0 = 0; t0 < n_tok; t0 += kGroup) {
-    const BlockQ8A* a[kGroup];
-    float* out[kGroup];
-    const int nt = std::min(kGroup, n_tok - t0);
-    for (int t = 0; t < nt; ++t) {
-      a[t] = reinterpret_cast<const BlockQ8A*>(base + (t0 + t) * act_row_bytes);
-      out[t] = y + (t0 + t) * y_stride;
+  const BlockQ8A* a[8];
+  float* out[8];
+  int t0 = 0;
+  while (n_tok - t0 >= 2) {
+    const int nt = std::min(8, n_tok - t0);
+    for (int t = 0; t < 8; ++t) {
+      const int tok = t0 + std::min(t, nt - 1);
+      a[t] = reinterpret_cast<const BlockQ8A*>(base + tok * act_row_bytes);
+      out[t] = y + tok * y_stride;
     }
-    switch (nt) {
-      case 4:
-        DotTokens<T, Block, 4>(w, a, nb, out);
-        break;
-      case 3:
-        DotTokens<T, Block, 3>(w, a, nb, out);
-        break;
-      case 2:
-        DotTokens<T, Block, 2>(w, a, nb, out);
-        break;
-      default:
-        DotTokens<T, Block, 1>(w, a, nb, out);
+    if (nt == 8) {
+      DotTokenLanes<T, Block, 8>(w, a, nb, out, 8);
+      t0 += 8;
+    } else {
+      const int g = std::min(nt, 4);
+      DotTokenLanes<T, Block, 4>(w, a, nb, out, g);
+      t0 += g;
     }
+  }
+  for (; t0 < n_tok; ++t0) {
+    a[0] = reinterpret_cast<const BlockQ8A*>(base + t0 * act_row_bytes);
+    out[0] = y + t0 * y_stride;
+    DotTokens<T, Block, 1>(w, a, nb, out);
   }
 }
 
