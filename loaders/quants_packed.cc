@@ -23,47 +23,63 @@ int64_t PackedBlockBytes(GgmlType t) {
 }
 
 // Row i's block `src` (original layout) <-> its place in the packed block `p`. kPack: original
-// -> packed; else packed -> original. A null src (pack) writes a zero row.
-template <bool kPack>
-void PackedMove(GgmlType t, const uint8_t* src, int i, uint8_t* p, uint8_t* dst) {
-  if (t == GgmlType::kQ4_0 || t == GgmlType::kQ4_1) {
-    const int fields = t == GgmlType::kQ4_0 ? 1 : 2;  // d (and m), fp16 each
-    auto* px = reinterpret_cast<uint16_t*>(p);        // d[8] then m[8]
-    uint8_t* pq = p + 2 * kPackRows * fields;
-    if constexpr (kPack) {
-      uint16_t h[2] = {0, 0};
-      uint8_t qs[16] = {};
-      if (src != nullptr) {
-        std::memcpy(h, src, 2 * fields);
-        std::memcpy(qs, src + 2 * fields, 16);
-      }
-      for (int f = 0; f < fields; ++f) std::memcpy(px + f * kPackRows + i, &h[f], 2);
-      for (int c = 0; c < 4; ++c) std::memcpy(pq + 32 * c + 4 * i, qs + 4 * c, 4);
-    } else {
-      for (int f = 0; f < fields; ++f) std::memcpy(dst + 2 * f, px + f * kPackRows + i, 2);
-      for (int c = 0; c < 4; ++c) std::memcpy(dst + 2 * fields + 4 * c, pq + 32 * c + 4 * i, 4);
+// -> packed (a null src writes a zero block: d = 0, every code 0); else packed -> original.
+// Fixed sizes per format, so every copy is a plain load and store.
+template <GgmlType T, bool kPack>
+inline void PackedMove(const uint8_t* src, int i, uint8_t* p, uint8_t* dst) {
+  constexpr int kFields = T == GgmlType::kQ4_1 ? 2 : 1;          // fp16 d (and m)
+  constexpr int kChunks = T == GgmlType::kQ8_0 ? 8 : 4;          // 4-byte pieces per row and block
+  constexpr uint8_t kFlip = T == GgmlType::kQ8_0 ? 0x80 : 0x00;  // Q8_0: code + 128
+  uint8_t* pq = p + 2 * kPackRows * kFields;
+  if constexpr (kPack) {
+    uint8_t blk[2 * kFields + 4 * kChunks] = {};
+    if (src != nullptr) std::memcpy(blk, src, sizeof(blk));
+    for (int f = 0; f < kFields; ++f) std::memcpy(p + 2 * (f * kPackRows + i), blk + 2 * f, 2);
+    for (int c = 0; c < kChunks; ++c) {
+      uint32_t v;
+      std::memcpy(&v, blk + 2 * kFields + 4 * c, 4);
+      v ^= kFlip * 0x01010101u;
+      std::memcpy(pq + 32 * c + 4 * i, &v, 4);
     }
-  } else {  // Q8_0
-    auto* pd = reinterpret_cast<uint16_t*>(p);
-    uint8_t* pq = p + 2 * kPackRows;
-    if constexpr (kPack) {
-      uint16_t h = 0;
-      uint8_t qs[32] = {};
-      if (src != nullptr) {
-        std::memcpy(&h, src, 2);
-        std::memcpy(qs, src + 2, 32);
-        for (uint8_t& q : qs) q ^= 0x80;  // code + 128
-      } else {
-        std::memset(qs, 0x80, 32);  // code 0 (a zero block: d = 0, every code 0)
-      }
-      std::memcpy(pd + i, &h, 2);
-      for (int c = 0; c < 8; ++c) std::memcpy(pq + 32 * c + 4 * i, qs + 4 * c, 4);
-    } else {
-      std::memcpy(dst, pd + i, 2);
-      for (int c = 0; c < 8; ++c) {
-        for (int k = 0; k < 4; ++k) dst[2 + 4 * c + k] = pq[32 * c + 4 * i + k] ^ 0x80;
+  } else {
+    for (int f = 0; f < kFields; ++f) std::memcpy(dst + 2 * f, p + 2 * (f * kPackRows + i), 2);
+    for (int c = 0; c < kChunks; ++c) {
+      uint32_t v;
+      std::memcpy(&v, pq + 32 * c + 4 * i, 4);
+      v ^= kFlip * 0x01010101u;
+      std::memcpy(dst + 2 * kFields + 4 * c, &v, 4);
+    }
+  }
+}
+
+template <GgmlType T>
+void PackRowsOf(const uint8_t* s, int64_t src_row_bytes, int64_t n_rows, int64_t nb, uint8_t* d) {
+  const int64_t block_bytes = PackedBlockBytes(T);
+  const int64_t src_block = static_cast<int64_t>(GgmlRowBytes(T, 32));
+  for (int64_t g = 0; g * kPackRows < n_rows; ++g) {
+    uint8_t* group = d + g * nb * block_bytes;
+    const uint8_t* rows[kPackRows];
+    for (int i = 0; i < kPackRows; ++i) {
+      const int64_t r = g * kPackRows + i;
+      rows[i] = r < n_rows ? s + r * src_row_bytes : nullptr;
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int i = 0; i < kPackRows; ++i) {
+        PackedMove<T, true>(rows[i] != nullptr ? rows[i] + b * src_block : nullptr, i,
+                            group + b * block_bytes, nullptr);
       }
     }
+  }
+}
+
+template <GgmlType T>
+void UnpackRowOf(const uint8_t* w, int64_t r, int64_t nb, uint8_t* dst) {
+  const int64_t block_bytes = PackedBlockBytes(T);
+  const int64_t dst_block = static_cast<int64_t>(GgmlRowBytes(T, 32));
+  const uint8_t* group = w + r / kPackRows * nb * block_bytes;
+  for (int64_t b = 0; b < nb; ++b) {
+    PackedMove<T, false>(nullptr, static_cast<int>(r % kPackRows),
+                         const_cast<uint8_t*>(group + b * block_bytes), dst + b * dst_block);
   }
 }
 
@@ -79,31 +95,32 @@ int64_t PackedBytes(GgmlType t, int64_t rows, int64_t n) {
 
 void PackRows(GgmlType t, const void* src, int64_t src_row_bytes, int64_t n_rows, int64_t n,
               void* dst) {
-  const int64_t nb = n / 32, block_bytes = PackedBlockBytes(t);
-  const int64_t src_block = static_cast<int64_t>(GgmlRowBytes(t, 32));
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t g = 0; g * kPackRows < n_rows; ++g) {
-    uint8_t* group = d + g * nb * block_bytes;
-    for (int i = 0; i < kPackRows; ++i) {
-      const int64_t r = g * kPackRows + i;
-      const uint8_t* row = r < n_rows ? s + r * src_row_bytes : nullptr;
-      for (int64_t b = 0; b < nb; ++b) {
-        PackedMove<true>(t, row != nullptr ? row + b * src_block : nullptr, i,
-                         group + b * block_bytes, nullptr);
-      }
-    }
+  switch (t) {
+    case GgmlType::kQ4_0:
+      return PackRowsOf<GgmlType::kQ4_0>(s, src_row_bytes, n_rows, n / 32, d);
+    case GgmlType::kQ4_1:
+      return PackRowsOf<GgmlType::kQ4_1>(s, src_row_bytes, n_rows, n / 32, d);
+    case GgmlType::kQ8_0:
+      return PackRowsOf<GgmlType::kQ8_0>(s, src_row_bytes, n_rows, n / 32, d);
+    default:
+      return;
   }
 }
 
 void UnpackRow(GgmlType t, const void* w, int64_t r, int64_t n, void* dst) {
-  const int64_t nb = n / 32, block_bytes = PackedBlockBytes(t);
-  const int64_t dst_block = static_cast<int64_t>(GgmlRowBytes(t, 32));
-  const auto* group = static_cast<const uint8_t*>(w) + r / kPackRows * nb * block_bytes;
-  for (int64_t b = 0; b < nb; ++b) {
-    PackedMove<false>(t, nullptr, static_cast<int>(r % kPackRows),
-                      const_cast<uint8_t*>(group + b * block_bytes),
-                      static_cast<uint8_t*>(dst) + b * dst_block);
+  const auto* p = static_cast<const uint8_t*>(w);
+  auto* d = static_cast<uint8_t*>(dst);
+  switch (t) {
+    case GgmlType::kQ4_0:
+      return UnpackRowOf<GgmlType::kQ4_0>(p, r, n / 32, d);
+    case GgmlType::kQ4_1:
+      return UnpackRowOf<GgmlType::kQ4_1>(p, r, n / 32, d);
+    case GgmlType::kQ8_0:
+      return UnpackRowOf<GgmlType::kQ8_0>(p, r, n / 32, d);
+    default:
+      return;
   }
 }
 

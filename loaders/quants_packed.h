@@ -16,7 +16,8 @@
 //     unsigned 0..255, the code plus 128 (the bit pattern with its top bit flipped), so an
 //     unsigned x signed dot (vpdpbusd) takes it directly and the kernel subtracts
 //     128 * sum_a, exactly.
-// A last group with fewer than 8 rows has zero blocks (all bytes 0) for the missing rows.
+// A last group with fewer than 8 rows has zero blocks for the missing rows (d = 0 (and m = 0),
+// every code 0: bytes 0, Q8_0's codes 0x80).
 //
 // Numerics (the Q8A per-block contract of quants_q8a.h): per row, token and block b, the exact
 // int32 i_b = sum_j q_j a_j (q the stored code: unsigned nibbles for Q4_0 / Q4_1, signed for
