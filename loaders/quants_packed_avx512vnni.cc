@@ -195,6 +195,25 @@ inline void TileRun(const Block* g0, const Block* g1, int64_t nb, int rows, cons
   }
 }
 
+// One group's tiles of n tokens (8, then 4, 2, 1 at the end).
+template <GgmlType T, typename Block>
+inline void GroupRun(const Block* g, int64_t nb, int rows, const uint8_t* acts,
+                     int64_t act_row_bytes, int n, float* y, int64_t y_row_stride) {
+  int t = 0;
+  for (; t + 8 <= n; t += 8)
+    GroupTile<T, Block, 8>(g, nb, rows, acts + t * act_row_bytes, act_row_bytes,
+                           y + t * y_row_stride, y_row_stride);
+  for (; t + 4 <= n; t += 4)
+    GroupTile<T, Block, 4>(g, nb, rows, acts + t * act_row_bytes, act_row_bytes,
+                           y + t * y_row_stride, y_row_stride);
+  for (; t + 2 <= n; t += 2)
+    GroupTile<T, Block, 2>(g, nb, rows, acts + t * act_row_bytes, act_row_bytes,
+                           y + t * y_row_stride, y_row_stride);
+  for (; t < n; ++t)
+    GroupTile<T, Block, 1>(g, nb, rows, acts + t * act_row_bytes, act_row_bytes,
+                           y + t * y_row_stride, y_row_stride);
+}
+
 template <GgmlType T, typename Block>
 void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_bytes, int n_tok,
                int64_t n, float* y, int64_t y_row_stride) {
@@ -218,9 +237,14 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
   for (int t0 = 0; t0 < n_tok; t0 += kTokChunk) {
     const int nt = std::min(n_tok - t0, kTokChunk);
     for (int64_t g = 0; g < groups; g += 2) {
-      // The last odd group runs against itself in the high half (those lanes are not stored).
       const Block* g0 = gw + g * nb;
-      const Block* g1 = g + 1 < groups ? g0 + nb : g0;
+      if (g + 1 == groups) {  // an odd last group: 8 rows at a time in 256-bit registers
+        GroupRun<T, Block>(g0, nb, static_cast<int>(n_rows - g * kPackRows),
+                           ab + t0 * act_row_bytes, act_row_bytes, nt,
+                           y + t0 * y_row_stride + g * kPackRows, y_row_stride);
+        break;
+      }
+      const Block* g1 = g0 + nb;
       const int rows = static_cast<int>(std::min<int64_t>(2 * kPackRows, n_rows - g * kPackRows));
       const char* next =
           g + 2 < groups ? reinterpret_cast<const char*>(gw + (g + 2) * nb) : nullptr;
