@@ -112,7 +112,7 @@ void BM_Packed(benchmark::State& state, quants::PackedDotFn dot, GgmlType t, int
                              &quants::KQuantTileKernels::q6_k, &quants::PackedKQuantKernels::q6_k}};
   std::vector<const quants::PackedKQuantKernels*> sets{quants::Avx2PackedKQuantKernels()};
   if (CpuRunsAvxVnni()) sets.push_back(quants::AvxVnniPackedKQuantKernels());
-  if (quants::CpuRunsAvx512VnniPackedK()) sets.push_back(quants::Avx512VnniPackedKQuantKernels());
+  if (CpuRunsAvx512Vnni()) sets.push_back(quants::Avx512VnniPackedKQuantKernels());
   for (const Format& f : formats) {
     for (int n_tok : {1, 64, 512}) {
       const std::string suffix = std::string("/") + f.name + "/" + std::to_string(n_tok);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "loaders/quants.h"
+#include "loaders/quants_packed_k.h"
 
 namespace pinfer::quants {
 namespace {
@@ -85,9 +86,13 @@ void UnpackRowOf(const uint8_t* w, int64_t r, int64_t nb, uint8_t* dst) {
 
 }  // namespace
 
-bool HasPackedLayout(GgmlType t) { return PackedBlockBytes(t) != 0; }
+// The K-quants (Q4_K, Q5_K, Q6_K) have their layout in quants_packed_k.h.
+bool HasPackedLayout(GgmlType t) { return PackedBlockBytes(t) != 0 || HasPackedKLayout(t); }
 
-int64_t PackedGroupBytes(GgmlType t, int64_t n) { return n / 32 * PackedBlockBytes(t); }
+int64_t PackedGroupBytes(GgmlType t, int64_t n) {
+  if (HasPackedKLayout(t)) return PackedKGroupBytes(t, n);
+  return n / 32 * PackedBlockBytes(t);
+}
 
 int64_t PackedBytes(GgmlType t, int64_t rows, int64_t n) {
   return (rows + kPackRows - 1) / kPackRows * PackedGroupBytes(t, n);
@@ -95,6 +100,7 @@ int64_t PackedBytes(GgmlType t, int64_t rows, int64_t n) {
 
 void PackRows(GgmlType t, const void* src, int64_t src_row_bytes, int64_t n_rows, int64_t n,
               void* dst) {
+  if (HasPackedKLayout(t)) return PackKRows(t, src, src_row_bytes, n_rows, n, dst);
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
   switch (t) {
@@ -110,6 +116,7 @@ void PackRows(GgmlType t, const void* src, int64_t src_row_bytes, int64_t n_rows
 }
 
 void UnpackRow(GgmlType t, const void* w, int64_t r, int64_t n, void* dst) {
+  if (HasPackedKLayout(t)) return UnpackKRow(t, w, r, n, dst);
   const auto* p = static_cast<const uint8_t*>(w);
   auto* d = static_cast<uint8_t*>(dst);
   switch (t) {

@@ -55,7 +55,8 @@ struct BlockQ8_0x8 {
 };
 static_assert(sizeof(BlockQ8_0x8) == 272, "packed Q8_0 block is 272 bytes");
 
-// Whether type t has a packed layout (Q4_0, Q4_1, Q8_0).
+// Whether type t has a packed layout (Q4_0, Q4_1, Q8_0; and Q4_K, Q5_K, Q6_K, whose layout and
+// kernels are quants_packed_k.h's: the functions below take them too).
 bool HasPackedLayout(GgmlType t);
 // Bytes of one 8-row group of n values (n a multiple of 32); 0 for a type without a layout.
 int64_t PackedGroupBytes(GgmlType t, int64_t n);

@@ -2,62 +2,44 @@
 // code: the kernels live in quants_packed_k_{scalar,avx2,avxvnni,avx512vnni}.cc.
 #include "loaders/quants_packed_k.h"
 
+#include <cstddef>
 #include <cstring>
-
-#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
+#include <type_traits>
 
 namespace pinfer::quants {
 namespace {
 
-// Moves between the 8 file blocks of one super-block (b[r], r < 8) and one packed block;
-// kPack: file -> packed, else packed -> file. Every field is a copy of 1, 2 or 4 bytes.
-template <bool kPack>
-void PkMove(void* a, void* b, size_t bytes) {
-  if constexpr (kPack) {
-    std::memcpy(a, b, bytes);
-  } else {
-    std::memcpy(b, a, bytes);
-  }
-}
-
-template <bool kPack>
-void PkBlock(BlockQ4_K* b, PackedQ4_K* p) {
-  for (int r = 0; r < kPackKRows; ++r) {
-    PkMove<kPack>(&p->d[r], &b[r].d, 2);
-    PkMove<kPack>(&p->dmin[r], &b[r].dmin, 2);
-    for (int w = 0; w < 3; ++w) PkMove<kPack>(p->scales[w][r], b[r].scales + 4 * w, 4);
-    for (int c = 0; c < 4; ++c) {
-      for (int k = 0; k < 8; ++k) PkMove<kPack>(p->qs[c][k][r], b[r].qs + 32 * c + 4 * k, 4);
-    }
-  }
-}
-
-template <bool kPack>
-void PkBlock(BlockQ5_K* b, PackedQ5_K* p) {
-  for (int r = 0; r < kPackKRows; ++r) {
-    PkMove<kPack>(&p->d[r], &b[r].d, 2);
-    PkMove<kPack>(&p->dmin[r], &b[r].dmin, 2);
-    for (int w = 0; w < 3; ++w) PkMove<kPack>(p->scales[w][r], b[r].scales + 4 * w, 4);
-    for (int k = 0; k < 8; ++k) PkMove<kPack>(p->qh[k][r], b[r].qh + 4 * k, 4);
-    for (int c = 0; c < 4; ++c) {
-      for (int k = 0; k < 8; ++k) PkMove<kPack>(p->qs[c][k][r], b[r].qs + 32 * c + 4 * k, 4);
-    }
-  }
-}
-
-template <bool kPack>
-void PkBlock(BlockQ6_K* b, PackedQ6_K* p) {
-  for (int r = 0; r < kPackKRows; ++r) {
-    PkMove<kPack>(&p->d[r], &b[r].d, 2);
-    for (int j = 0; j < 16; ++j) PkMove<kPack>(&p->scales[j][r], &b[r].scales[j], 1);
+// Calls f(packed_offset, file_offset, bytes) for every field of row r (r < 8) of one packed
+// super-block: the offsets in the packed block and in the row's file block.
+template <typename Packed, typename FileBlock, typename F>
+void ForEachField(int r, F&& f) {
+  if constexpr (std::is_same_v<Packed, PackedQ6_K>) {
+    f(offsetof(Packed, d) + 2 * r, offsetof(FileBlock, d), 2);
+    for (int j = 0; j < 16; ++j)
+      f(offsetof(Packed, scales) + 8 * j + r, offsetof(FileBlock, scales) + j, 1);
     for (int h = 0; h < 2; ++h) {
       for (int k = 0; k < 8; ++k) {
-        PkMove<kPack>(p->qh[h][k][r], b[r].qh + 32 * h + 4 * k, 4);
+        f(offsetof(Packed, qh) + 4 * ((8 * h + k) * 8 + r),
+          offsetof(FileBlock, qh) + 32 * h + 4 * k, 4);
         for (int c = 0; c < 2; ++c) {
-          PkMove<kPack>(p->ql[h][c][k][r], b[r].ql + 64 * h + 32 * c + 4 * k, 4);
+          f(offsetof(Packed, ql) + 4 * (((2 * h + c) * 8 + k) * 8 + r),
+            offsetof(FileBlock, ql) + 64 * h + 32 * c + 4 * k, 4);
         }
+      }
+    }
+  } else {  // Q4_K, Q5_K
+    f(offsetof(Packed, d) + 2 * r, offsetof(FileBlock, d), 2);
+    f(offsetof(Packed, dmin) + 2 * r, offsetof(FileBlock, dmin), 2);
+    for (int w = 0; w < 3; ++w)
+      f(offsetof(Packed, scales) + 4 * (8 * w + r), offsetof(FileBlock, scales) + 4 * w, 4);
+    if constexpr (std::is_same_v<Packed, PackedQ5_K>) {
+      for (int k = 0; k < 8; ++k)
+        f(offsetof(Packed, qh) + 4 * (8 * k + r), offsetof(FileBlock, qh) + 4 * k, 4);
+    }
+    for (int c = 0; c < 4; ++c) {
+      for (int k = 0; k < 8; ++k) {
+        f(offsetof(Packed, qs) + 4 * ((8 * c + k) * 8 + r),
+          offsetof(FileBlock, qs) + 32 * c + 4 * k, 4);
       }
     }
   }
@@ -67,38 +49,33 @@ template <typename FileBlock, typename Packed>
 void PkPack(const void* src, int64_t src_row_bytes, int64_t n_rows, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<Packed*>(dst);
+  auto* d = static_cast<uint8_t*>(dst);
   for (int64_t g = 0; g * kPackKRows < n_rows; ++g) {
     for (int64_t i = 0; i < nb; ++i) {
-      FileBlock blocks[kPackKRows];
-      std::memset(blocks, 0, sizeof(blocks));
+      uint8_t* pb = d + (g * nb + i) * static_cast<int64_t>(sizeof(Packed));
+      std::memset(pb, 0, sizeof(Packed));  // missing rows of a last group: zero
       for (int r = 0; r < kPackKRows && g * kPackKRows + r < n_rows; ++r) {
-        std::memcpy(&blocks[r], s + (g * kPackKRows + r) * src_row_bytes + i * sizeof(FileBlock),
-                    sizeof(FileBlock));
+        const uint8_t* fb =
+            s + (g * kPackKRows + r) * src_row_bytes + i * static_cast<int64_t>(sizeof(FileBlock));
+        ForEachField<Packed, FileBlock>(
+            r, [&](size_t po, size_t fo, size_t len) { std::memcpy(pb + po, fb + fo, len); });
       }
-      Packed p;
-      PkBlock<true>(blocks, &p);
-      std::memcpy(d + g * nb + i, &p, sizeof(p));
     }
   }
 }
 
+// Row r (any r < 8 * groups) of the packed matrix -> dst (its nb file blocks).
 template <typename FileBlock, typename Packed>
-void PkUnpack(const void* packed, int64_t n_rows, int64_t n, void* dst, int64_t dst_row_bytes) {
+void PkUnpackRow(const void* packed, int64_t r, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
-  const auto* s = static_cast<const Packed*>(packed);
+  const auto* s = static_cast<const uint8_t*>(packed);
   auto* d = static_cast<uint8_t*>(dst);
-  for (int64_t g = 0; g * kPackKRows < n_rows; ++g) {
-    for (int64_t i = 0; i < nb; ++i) {
-      Packed p;
-      std::memcpy(&p, s + g * nb + i, sizeof(p));
-      FileBlock blocks[kPackKRows];
-      PkBlock<false>(blocks, &p);
-      for (int r = 0; r < kPackKRows && g * kPackKRows + r < n_rows; ++r) {
-        std::memcpy(d + (g * kPackKRows + r) * dst_row_bytes + i * sizeof(FileBlock), &blocks[r],
-                    sizeof(FileBlock));
-      }
-    }
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* pb = s + (r / kPackKRows * nb + i) * static_cast<int64_t>(sizeof(Packed));
+    uint8_t* fb = d + i * static_cast<int64_t>(sizeof(FileBlock));
+    ForEachField<Packed, FileBlock>(
+        static_cast<int>(r % kPackKRows),
+        [&](size_t po, size_t fo, size_t len) { std::memcpy(fb + fo, pb + po, len); });
   }
 }
 
@@ -143,33 +120,64 @@ void UnpackKRows(GgmlType t, const void* packed, int64_t n_rows, int64_t n, void
                  int64_t dst_row_bytes) {
   switch (t) {
     case GgmlType::kQ4_K:
-      return PkUnpack<BlockQ4_K, PackedQ4_K>(packed, n_rows, n, dst, dst_row_bytes);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        PkUnpackRow<BlockQ4_K, PackedQ4_K>(packed, r, n,
+                                           static_cast<uint8_t*>(dst) + r * dst_row_bytes);
+      }
+      return;
     case GgmlType::kQ5_K:
-      return PkUnpack<BlockQ5_K, PackedQ5_K>(packed, n_rows, n, dst, dst_row_bytes);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        PkUnpackRow<BlockQ5_K, PackedQ5_K>(packed, r, n,
+                                           static_cast<uint8_t*>(dst) + r * dst_row_bytes);
+      }
+      return;
     case GgmlType::kQ6_K:
-      return PkUnpack<BlockQ6_K, PackedQ6_K>(packed, n_rows, n, dst, dst_row_bytes);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        PkUnpackRow<BlockQ6_K, PackedQ6_K>(packed, r, n,
+                                           static_cast<uint8_t*>(dst) + r * dst_row_bytes);
+      }
+      return;
     default:
       return;
   }
 }
 
-bool CpuRunsAvx512VnniPackedK() {
-#if (defined(__x86_64__) || defined(_M_X64)) && defined(__GNUC__)
-  if (!CpuRunsAvx2Fma16c()) return false;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
+void UnpackKRow(GgmlType t, const void* packed, int64_t r, int64_t n, void* dst) {
+  switch (t) {
+    case GgmlType::kQ4_K:
+      return PkUnpackRow<BlockQ4_K, PackedQ4_K>(packed, r, n, dst);
+    case GgmlType::kQ5_K:
+      return PkUnpackRow<BlockQ5_K, PackedQ5_K>(packed, r, n, dst);
+    case GgmlType::kQ6_K:
+      return PkUnpackRow<BlockQ6_K, PackedQ6_K>(packed, r, n, dst);
+    default:
+      return;
+  }
 }
 
 const PackedKQuantKernels* PackedKQuantKernelsFor(KernelSet s) {
   switch (s) {
+    case KernelSet::kScalar:
+      return &ScalarPackedKQuantKernels();
     case KernelSet::kAvx2:
       return Avx2PackedKQuantKernels();
     case KernelSet::kAvxVnni:
       return AvxVnniPackedKQuantKernels();
+    case KernelSet::kAvx512Vnni:
+      return Avx512VnniPackedKQuantKernels();
+    default:
+      return nullptr;
+  }
+}
+
+PackedDotFn PackedKDot(const PackedKQuantKernels& k, GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_K:
+      return k.q4_k;
+    case GgmlType::kQ5_K:
+      return k.q5_k;
+    case GgmlType::kQ6_K:
+      return k.q6_k;
     default:
       return nullptr;
   }

@@ -48,10 +48,12 @@
 #include "loaders/ggml_types.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
+#include "loaders/quants_packed.h"
 
 namespace pinfer::quants {
 
-inline constexpr int kPackKRows = 8;
+inline constexpr int kPackKRows = kPackRows;  // quants_packed.h's groups
+static_assert(kPackKRows == 8, "the layout below has 8 rows per group");
 
 struct PackedQ4_K {
   uint16_t d[kPackKRows], dmin[kPackKRows];
@@ -91,10 +93,13 @@ void PackKRows(GgmlType t, const void* src, int64_t src_row_bytes, int64_t n_row
 void UnpackKRows(GgmlType t, const void* packed, int64_t n_rows, int64_t n, void* dst,
                  int64_t dst_row_bytes);
 
-// The kernel shape of loaders/quants_packed.h (the same type).
-using PackedDotFn = void (*)(const void* w, int64_t n_rows, const void* acts, int64_t act_row_bytes,
-                             int n_tok, int64_t n, float* y, int64_t y_row_stride);
+// One packed row: row r (r < 8 * groups) of the packed matrix at packed -> dst (the file's
+// row, GgmlRowBytes(t, n) bytes). quants_packed.h's UnpackRow for these types.
+void UnpackKRow(GgmlType t, const void* packed, int64_t r, int64_t n, void* dst);
 
+// quants_packed.h's PackRows, HasPackedLayout, PackedGroupBytes, PackedBytes and UnpackRow
+// take these types too (they call the functions above). The kernels have quants_packed.h's
+// PackedDotFn shape.
 struct PackedKQuantKernels {
   const char* name;  // "scalar", "avx2", "avxvnni", "avx512vnni"
   PackedDotFn q4_k, q5_k, q6_k;
@@ -106,13 +111,14 @@ const PackedKQuantKernels& ScalarPackedKQuantKernels();
 const PackedKQuantKernels* Avx2PackedKQuantKernels();
 // AVX-VNNI (256-bit vpdpbusd / vpdpwssd); null off x86-64.
 const PackedKQuantKernels* AvxVnniPackedKQuantKernels();
-// AVX-512 F/BW/VL/VNNI: 16 rows (two groups) per 512-bit vector; null off x86-64.
+// AVX-512 F/BW/VL/VNNI: 16 rows (two groups) per 512-bit vector; null off x86-64. The caller
+// checks the CPU (kernel_set.h's CpuRunsAvx512Vnni).
 const PackedKQuantKernels* Avx512VnniPackedKQuantKernels();
-// Whether this CPU (and OS) runs the AVX-512 set above (F, BW, VL, VNNI, and AVX2/FMA/F16C).
-bool CpuRunsAvx512VnniPackedK();
 
-// The packed kernels of kernel set s, or null where s has none (scalar and NEON: their row and
-// tile kernels stay in use).
+// The packed kernels of kernel set s (scalar: the reference, as quants_packed.h's Q8A table),
+// or null where s has none (NEON: its row kernels stay in use).
 const PackedKQuantKernels* PackedKQuantKernelsFor(KernelSet s);
+// The entry of type t in k; null for a type without one.
+PackedDotFn PackedKDot(const PackedKQuantKernels& k, GgmlType t);
 
 }  // namespace pinfer::quants

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "loaders/fp16.h"
 #include "loaders/kernel_set.h"
+#include "loaders/quants_packed.h"
 #include "loaders/quants_q8k.h"
 
 namespace pinfer::quants {
@@ -85,7 +86,7 @@ std::vector<Set> AllSets() {
       {&ScalarPackedKQuantKernels(), true, ""},
       {Avx2PackedKQuantKernels(), avx2, "this CPU has no AVX2 + FMA + F16C"},
       {AvxVnniPackedKQuantKernels(), CpuRunsAvxVnni(), "this CPU has no AVX-VNNI"},
-      {Avx512VnniPackedKQuantKernels(), CpuRunsAvx512VnniPackedK(),
+      {Avx512VnniPackedKQuantKernels(), CpuRunsAvx512Vnni(),
        "this CPU has no AVX-512 F/BW/VL/VNNI"},
   };
 }
@@ -125,6 +126,28 @@ TEST(PackedKLayout, UnpackGivesTheFileRowsAndPaddingIsZero) {
       for (uint8_t b : rows) sum_rows += b;
       for (uint8_t b : packed) sum_packed += b;
       EXPECT_EQ(sum_rows, sum_packed) << f.name;
+    }
+  }
+}
+
+// quants_packed.h's entry points (what MatMul and the loader call) take the K-quants.
+TEST(PackedKLayout, QuantsPackedEntryPointsTakeTheKQuants) {
+  for (const Format& f : kFormats) {
+    const int64_t n_rows = 9, n = 512;
+    EXPECT_TRUE(HasPackedLayout(f.type)) << f.name;
+    EXPECT_EQ(PackedGroupBytes(f.type, n), PackedKGroupBytes(f.type, n)) << f.name;
+    EXPECT_EQ(PackedBytes(f.type, n_rows, n), PackedKBytes(f.type, n_rows, n)) << f.name;
+    const std::vector<uint8_t> rows = RandomRows(f.type, n_rows, n, 3);
+    const size_t row_bytes = GgmlRowBytes(f.type, n);
+    std::vector<uint8_t> mine(PackedKBytes(f.type, n_rows, n)), theirs(mine.size(), 0xee);
+    PackKRows(f.type, rows.data(), row_bytes, n_rows, n, mine.data());
+    PackRows(f.type, rows.data(), row_bytes, n_rows, n, theirs.data());
+    EXPECT_EQ(mine, theirs) << f.name;
+    std::vector<uint8_t> row(row_bytes);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      UnpackRow(f.type, theirs.data(), r, n, row.data());
+      EXPECT_EQ(0, std::memcmp(row.data(), rows.data() + r * row_bytes, row_bytes))
+          << f.name << " row " << r;
     }
   }
 }
@@ -206,10 +229,16 @@ std::string SetName(const ::testing::TestParamInfo<int>& info) {
 INSTANTIATE_TEST_SUITE_P(Sets, PackedKKernels, ::testing::Range(0, 4), SetName);
 
 TEST(PackedKKernelsFor, TheSetsOfTheirKernelSets) {
-  EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kScalar), nullptr);
+  EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kScalar), &ScalarPackedKQuantKernels());
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kNeon), nullptr);
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvx2), Avx2PackedKQuantKernels());
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvxVnni), AvxVnniPackedKQuantKernels());
+  EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvx512Vnni), Avx512VnniPackedKQuantKernels());
+  const PackedKQuantKernels& s = ScalarPackedKQuantKernels();
+  EXPECT_EQ(PackedKDot(s, GgmlType::kQ4_K), s.q4_k);
+  EXPECT_EQ(PackedKDot(s, GgmlType::kQ5_K), s.q5_k);
+  EXPECT_EQ(PackedKDot(s, GgmlType::kQ6_K), s.q6_k);
+  EXPECT_EQ(PackedKDot(s, GgmlType::kQ4_0), nullptr);
 }
 
 }  // namespace
