@@ -128,8 +128,9 @@ constexpr int32_t kOffset = T == GgmlType::kQ4_0   ? 8
 // NT tokens (a[t] their rows) against one weight row of nb blocks; y[t] as the header says. Four
 // blocks at a time: each token's four blocks' lane vectors reduce together (pairwise adds) to one
 // vector of the four exact block sums; the offsets, int -> float conversions and scale products
-// are vector operations, and only the header's fma chain is scalar, the NT tokens' chains
-// interleaved so they overlap. The blocks past the last multiple of 4 take one at a time.
+// are vector operations, and only the header's fma chain is scalar. The blocks past the last
+// multiple of 4 take one at a time. RowDot runs it for a single token (decode), where the one
+// chain bounds the speed; batches take DotTokenLanes.
 template <GgmlType T, typename Block, int NT>
 void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y) {
   constexpr int64_t kBytes = sizeof(Block);
@@ -194,34 +195,65 @@ void DotTokens(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* co
   for (int t = 0; t < NT; ++t) *y[t] = acc[t];
 }
 
+// Four tokens in the lanes of one float32x4_t, so their four chains of the header's fma step are
+// one vfmaq_f32 per block (lane t is exactly token t's scalar chain: the vector fma rounds each
+// lane once). a[t] are the token rows (lanes past the caller's nt repeat a row and are not
+// written). Per block: each token's two dots' lanes, reduced with pairwise adds across the four
+// tokens to one vector of the block sums i_b; d_a and sum_a loaded across the tokens.
+template <GgmlType T, typename Block>
+void DotTokenLanes(const uint8_t* w, const BlockQ8A* const* a, int64_t nb, float* const* y,
+                   int nt) {
+  float32x4_t acc = vdupq_n_f32(0.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    WBlock wb;
+    Decode<T>(w + b * static_cast<int64_t>(sizeof(Block)), wb);
+    int32x4_t v[4];
+    for (int t = 0; t < 4; ++t) {
+      const BlockQ8A& ab = a[t][b];
+      v[t] = vaddq_s32(Dot16(wb.q[0], vld1q_s8(ab.qs)), Dot16(wb.q[1], vld1q_s8(ab.qs + 16)));
+    }
+    int32x4_t isum = vpaddq_s32(vpaddq_s32(v[0], v[1]), vpaddq_s32(v[2], v[3]));
+    const float da_s[4] = {a[0][b].d, a[1][b].d, a[2][b].d, a[3][b].d};
+    const float32x4_t da = vld1q_f32(da_s);
+    int32x4_t suma = vdupq_n_s32(0);
+    if constexpr (kOffset<T> != 0 || kHasMin<T>) {
+      const int32_t suma_s[4] = {a[0][b].sum, a[1][b].sum, a[2][b].sum, a[3][b].sum};
+      suma = vld1q_s32(suma_s);
+    }
+    if constexpr (kOffset<T> != 0) isum = vmlsq_n_s32(isum, suma, kOffset<T>);  // exact
+    acc = vfmaq_f32(acc, vmulq_n_f32(da, wb.d), vcvtq_f32_s32(isum));
+    if constexpr (kHasMin<T>) acc = vfmaq_f32(acc, vmulq_n_f32(da, wb.m), vcvtq_f32_s32(suma));
+  }
+  float out[4];
+  vst1q_f32(out, acc);
+  for (int t = 0; t < nt; ++t) *y[t] = out[t];
+}
+
+// Tokens in groups of 4 in vector lanes (2 or 3 left: a 4-lane group), one left (decode) with
+// four blocks per vector (DotTokens). Every path computes the header's floats, so a token's
+// result does not depend on its group.
 template <GgmlType T, typename Block>
 void RowDot(const void* w_row, const void* acts, int64_t act_row_bytes, int n_tok, int64_t n,
             float* y, int64_t y_stride) {
-  constexpr int kGroup = 4;  // tokens sharing each decoded weight block
   const auto* w = static_cast<const uint8_t*>(w_row);
   const auto* base = static_cast<const uint8_t*>(acts);
   const int64_t nb = n / kQK8A;
-  for (int t0 = 0; t0 < n_tok; t0 += kGroup) {
-    const BlockQ8A* a[kGroup];
-    float* out[kGroup];
-    const int nt = std::min(kGroup, n_tok - t0);
-    for (int t = 0; t < nt; ++t) {
-      a[t] = reinterpret_cast<const BlockQ8A*>(base + (t0 + t) * act_row_bytes);
-      out[t] = y + (t0 + t) * y_stride;
+  const BlockQ8A* a[4];
+  float* out[4];
+  int t0 = 0;
+  for (; n_tok - t0 >= 2; t0 += 4) {
+    const int nt = std::min(4, n_tok - t0);
+    for (int t = 0; t < 4; ++t) {
+      const int tok = t0 + std::min(t, nt - 1);
+      a[t] = reinterpret_cast<const BlockQ8A*>(base + tok * act_row_bytes);
+      out[t] = y + tok * y_stride;
     }
-    switch (nt) {
-      case 4:
-        DotTokens<T, Block, 4>(w, a, nb, out);
-        break;
-      case 3:
-        DotTokens<T, Block, 3>(w, a, nb, out);
-        break;
-      case 2:
-        DotTokens<T, Block, 2>(w, a, nb, out);
-        break;
-      default:
-        DotTokens<T, Block, 1>(w, a, nb, out);
-    }
+    DotTokenLanes<T, Block>(w, a, nb, out, nt);
+  }
+  for (; t0 < n_tok; ++t0) {
+    a[0] = reinterpret_cast<const BlockQ8A*>(base + t0 * act_row_bytes);
+    out[0] = y + t0 * y_stride;
+    DotTokens<T, Block, 1>(w, a, nb, out);
   }
 }
 
