@@ -1,7 +1,8 @@
 // The AVX2 set of quants_packed_k.h: 8 rows (one group) x 3 tokens (Q6_K: 5) per register block,
-// the 4-value dots by vpmaddubsw then vpmaddwd by ones (AVX2 has no vpdpbusd), the sub-block
-// scales by vpmulld, the mins (Q6_K: the offset) by vpmaddwd against the activation block sums
-// (quants_packed_k_simd.h). Bit for bit the row kernels of quants_q8k.h.
+// the 4-value dots by vpmaddubsw, their int16 pairs summed as int16 over short runs and folded
+// in by vpmaddwd against the sub-block scales (no vpdpbusd in AVX2; kI16 in
+// quants_packed_k_simd.h), the mins (Q6_K: the offset) by vpmaddwd against the activation block
+// sums (quants_packed_k_simd.h). Bit for bit the row kernels of quants_q8k.h.
 //
 // As in quants_q8k_avx2.cc, only the code below the target pragma is compiled for AVX2; the
 // accessor at the end is baseline code (the caller checks cpuid before calling the kernels).
@@ -27,10 +28,11 @@ namespace {
 
 struct Avx2V : Ymm {
   static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3;
-  static I Dot4(I acc, I w, const uint8_t* a) {
-    const I p = _mm256_maddubs_epi16(w, Bcast(a));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+  static constexpr bool kI16 = true;  // sub-block sums as int16 (quants_packed_k_simd.h's kRun)
+  static I Mad16(I acc, I w, const uint8_t* a) {
+    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, Bcast(a)));
   }
+  static I Madd16(I a, I b) { return _mm256_madd_epi16(a, b); }
   static I Dot2(I acc, I w, const uint8_t* b) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(w, Bcast(b)));
   }

@@ -49,6 +49,7 @@ struct Wide512 {
   using I = __m512i;
   using F = __m512;
   static constexpr int kRows = 16, kTok = 8, kTok6 = 12, kSplitTok = 8;
+  static constexpr bool kI16 = false;
   static __m256i L256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static __m128i L128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
   static I Load(const void* p, int64_t gs) {

@@ -108,6 +108,7 @@ struct Ymm {
   using I = __m256i;
   using F = __m256;
   static constexpr int kRows = 8;
+  static constexpr bool kI16 = false;
   static I Load(const void* p, int64_t) { return _mm256_loadu_si256(static_cast<const I*>(p)); }
   static I Zero() { return _mm256_setzero_si256(); }
   static I Set1(int v) { return _mm256_set1_epi32(v); }
@@ -158,7 +159,10 @@ struct KScalesV {
     sc_hi = V::Or(V::And(c, m0f), V::And(V::Srli32(a, 2), m30));
     m_hi = V::Or(V::And(V::Srli32(c, 4), m0f), V::And(V::Srli32(b, 2), m30));
   }
-  typename V::I Sc(int j) const { return V::Shuffle(j < 4 ? sc_lo : sc_hi, kScSel[j & 3]); }
+  // Sub-block j's scales as PFlush takes them: int32 lanes, or (kI16) int16 pairs (sc, sc).
+  typename V::I Sc(int j) const {
+    return V::Shuffle(j < 4 ? sc_lo : sc_hi, V::kI16 ? kMinSel[j & 3] : kScSel[j & 3]);
+  }
   typename V::I MinPair(int j) const { return V::Shuffle(j < 4 ? m_lo : m_hi, kMinSel[j & 3]); }
 };
 
@@ -174,6 +178,44 @@ inline typename V::I Codes45(const Packed& p, typename V::I raw, int k, int j, i
     (void)p, (void)k, (void)j, (void)gs;
   }
   return w;
+}
+
+// The partial sums of one sub-block (a chain of up to kRun 4-value positions), then folded into
+// the block's int32 sums times the sub-block's scale. VNNI policies: int32 lanes (vpdpbusd),
+// folded by vpmulld. kI16 policies (AVX2): vpmaddubsw's int16 pairs added as int16, exact while
+// the chain is short enough (kRun positions of at most 2 * max_q * 127 each stay below 2^15:
+// Q4_K 8 x 3810, Q5_K 4 x 7874, Q6_K 2 x 16002), folded by vpmaddwd against (sc, sc) pairs: no
+// vpmulld, and no vpmaddwd per position.
+template <class V, Fmt kF>
+constexpr int kRun = V::kI16 ? (kF == kQ4   ? 8
+                                : kF == kQ5 ? 4
+                                            : 2)
+                             : 8;
+template <class V>
+inline typename V::I PDot(typename V::I acc, typename V::I w, const uint8_t* a) {
+  if constexpr (V::kI16) {
+    return V::Mad16(acc, w, a);
+  } else {
+    return V::Dot4(acc, w, a);
+  }
+}
+template <class V>
+inline typename V::I PFlush(typename V::I sumi, typename V::I part, typename V::I scale) {
+  if constexpr (V::kI16) {
+    return V::Add(sumi, V::Madd16(part, scale));
+  } else {
+    return V::Add(sumi, V::MulLo(part, scale));
+  }
+}
+// Q6_K sub-block j's signed scales as PFlush takes them.
+template <class V>
+inline typename V::I ScaleQ6(const int8_t* p, int64_t gs) {
+  const typename V::I x = V::ScI8(p, gs);
+  if constexpr (V::kI16) {
+    return V::Or(V::And(x, V::Set1(0xffff)), V::Slli32(x, 16));
+  } else {
+    return x;
+  }
 }
 
 // One super-block of the register block's rows against NT tokens: a[t] is token t's activation
@@ -192,6 +234,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
     for (int h = 0; h < 2; ++h) {
       for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
         for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
+          const I sc = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
           I tmp[NT];
           for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
 #pragma GCC unroll 4
@@ -202,11 +245,15 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
             const I qh = V::Load(p.qh[h][k], gs);
             const I w = V::Or(V::And(ql, low4), V::And(BitsTo4<V>(qh, 2 * q), top2));
             for (int t = 0; t < NT; ++t) {
-              tmp[t] = V::Dot4(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+              tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+            }
+            if ((kk + 1) % kRun<V, kF> == 0 || kk == 3) {
+              for (int t = 0; t < NT; ++t) {
+                sumi[t] = PFlush<V>(sumi[t], tmp[t], sc);
+                tmp[t] = V::Zero();
+              }
             }
           }
-          const I sc = V::ScI8(p.scales[8 * h + 2 * q + s], gs);
-          for (int t = 0; t < NT; ++t) sumi[t] = V::Add(sumi[t], V::MulLo(tmp[t], sc));
         }
       }
     }
@@ -227,6 +274,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   } else {
     const KScalesV<V, Packed> sc(p, gs);
     for (int c = 0; c < 4; ++c) {
+      const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
       if constexpr (NT <= V::kSplitTok) {  // both sub-blocks' chains at once (more in flight)
         I lo[NT], hi[NT];
         for (int t = 0; t < NT; ++t) lo[t] = hi[t] = V::Zero();
@@ -236,16 +284,19 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
           const I wl = Codes45<V, kF>(p, raw, k, 2 * c, gs);
           const I wh = Codes45<V, kF>(p, V::Srli16(raw, 4), k, 2 * c + 1, gs);
           for (int t = 0; t < NT; ++t) {
-            lo[t] = V::Dot4(lo[t], wl, a[t] + kQsOff + 64 * c + 4 * k);
-            hi[t] = V::Dot4(hi[t], wh, a[t] + kQsOff + 64 * c + 32 + 4 * k);
+            lo[t] = PDot<V>(lo[t], wl, a[t] + kQsOff + 64 * c + 4 * k);
+            hi[t] = PDot<V>(hi[t], wh, a[t] + kQsOff + 64 * c + 32 + 4 * k);
           }
-        }
-        const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
-        for (int t = 0; t < NT; ++t) {
-          sumi[t] = V::Add(sumi[t], V::Add(V::MulLo(lo[t], s0), V::MulLo(hi[t], s1)));
+          if ((k + 1) % kRun<V, kF> == 0) {
+            for (int t = 0; t < NT; ++t) {
+              sumi[t] = PFlush<V>(PFlush<V>(sumi[t], lo[t], s0), hi[t], s1);
+              lo[t] = hi[t] = V::Zero();
+            }
+          }
         }
       } else {  // one sub-block at a time (fewer registers: more tokens)
         for (int half = 0; half < 2; ++half) {
+          const I s = half ? s1 : s0;
           I tmp[NT];
           for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
 #pragma GCC unroll 8
@@ -254,11 +305,15 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
             if (half) raw = V::Srli16(raw, 4);
             const I wq = Codes45<V, kF>(p, raw, k, 2 * c + half, gs);
             for (int t = 0; t < NT; ++t) {
-              tmp[t] = V::Dot4(tmp[t], wq, a[t] + kQsOff + 64 * c + 32 * half + 4 * k);
+              tmp[t] = PDot<V>(tmp[t], wq, a[t] + kQsOff + 64 * c + 32 * half + 4 * k);
+            }
+            if ((k + 1) % kRun<V, kF> == 0) {
+              for (int t = 0; t < NT; ++t) {
+                sumi[t] = PFlush<V>(sumi[t], tmp[t], s);
+                tmp[t] = V::Zero();
+              }
             }
           }
-          const I s = sc.Sc(2 * c + half);
-          for (int t = 0; t < NT; ++t) sumi[t] = V::Add(sumi[t], V::MulLo(tmp[t], s));
         }
       }
     }

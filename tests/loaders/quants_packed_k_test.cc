@@ -228,6 +228,56 @@ std::string SetName(const ::testing::TestParamInfo<int>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Sets, PackedKKernels, ::testing::Range(0, 4), SetName);
 
+// The largest integer sums the formats allow: every code at its maximum (Q4_K 15, Q5_K 31, Q6_K
+// 63), the largest scales and mins (Q6_K: -128 and 127), activations all -127 or almost all
+// +127 (the kernels' narrow partial sums must not overflow), every set bit for bit the row kernel.
+TEST_P(PackedKKernels, ExtremeCodesScalesAndActivations) {
+  const Set set = AllSets()[GetParam()];
+  if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (not x86-64)";
+  if (!set.runs) GTEST_SKIP() << set.k->name << ": " << set.why;
+  const int64_t n = 512, n_rows = 9;
+  const int n_tok = 2;
+  std::vector<float> x(n * n_tok, 1.0f);  // token 0: all -127
+  x[n] = -1.0f;                           // token 1: -127 then +127
+  std::vector<uint8_t> acts(Q8KRowBytes(n) * n_tok);
+  for (int t = 0; t < n_tok; ++t) {
+    ScalarKQuantKernels().quantize_q8k(x.data() + t * n, acts.data() + t * Q8KRowBytes(n), n);
+  }
+  for (const Format& f : kFormats) {
+    for (const uint8_t fill : {uint8_t{0xff}, uint8_t{0x80}, uint8_t{0x7f}}) {
+      const size_t row_bytes = GgmlRowBytes(f.type, n);
+      std::vector<uint8_t> rows(row_bytes * n_rows, 0xff);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < n / kQK_K; ++i) {
+          uint8_t* blk = rows.data() + r * row_bytes + i * (row_bytes / (n / kQK_K));
+          const uint16_t d = Fp32ToFp16(0.01f), dmin = Fp32ToFp16(0.02f);
+          if (f.type == GgmlType::kQ6_K) {
+            std::memset(blk + offsetof(BlockQ6_K, scales), fill, 16);
+            std::memcpy(blk + offsetof(BlockQ6_K, d), &d, 2);
+          } else {
+            std::memset(blk + 4, fill, kKScaleBytes);
+            std::memcpy(blk, &d, 2);
+            std::memcpy(blk + 2, &dmin, 2);
+          }
+        }
+      }
+      std::vector<uint8_t> packed(PackedKBytes(f.type, n_rows, n));
+      PackKRows(f.type, rows.data(), row_bytes, n_rows, n, packed.data());
+      std::vector<float> ref(n_tok * n_rows), y(n_tok * n_rows);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        (ScalarKQuantKernels().*f.row)(rows.data() + r * row_bytes, acts.data(), Q8KRowBytes(n),
+                                       n_tok, n, ref.data() + r, n_rows);
+      }
+      (set.k->*f.packed)(packed.data(), n_rows, acts.data(), Q8KRowBytes(n), n_tok, n, y.data(),
+                         n_rows);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(Bits(y[i]), Bits(ref[i])) << set.k->name << " " << f.name << " fill " << int{fill}
+                                            << " at " << i << ": " << y[i] << " vs " << ref[i];
+      }
+    }
+  }
+}
+
 TEST(PackedKKernelsFor, TheSetsOfTheirKernelSets) {
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kScalar), &ScalarPackedKQuantKernels());
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kNeon), nullptr);
