@@ -37,7 +37,8 @@ std::string SpeedMarkdown(const SpeedResult& r) {
                         "GB/s; memcpy bandwidth (read + write): %.1f GB/s\n",
                         r.kv_dtype, r.kv_layout, r.threads, r.read_gbps, r.copy_gbps);
   absl::StrAppendFormat(
-      &out, "CPU kernels: %s (PAGEDINFER_KERNELS=scalar|avx2|avxvnni|neon forces a set)\n",
+      &out,
+      "CPU kernels: %s (PAGEDINFER_KERNELS=scalar|avx2|avxvnni|avx512vnni|neon forces a set)\n",
       r.cpu_kernels);
   for (const SpeedTest& t : r.tests) {
     if (t.n_gen == 0) continue;

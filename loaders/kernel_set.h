@@ -1,10 +1,11 @@
 // The CPU backend's one choice of kernel set: the instruction set that the matmul, dot-product,
 // dequantization and attention kernels run with, made once per process at run time.
 //
-// The build compiles every set it can (scalar always; AVX2 + FMA + F16C and AVX-VNNI on x86-64;
-// NEON on AArch64), each in its own files under `#pragma GCC target` (no global -march), and this
-// file picks one: the environment variable PAGEDINFER_KERNELS (scalar, avx2, avxvnni, neon) when
-// set and not empty, otherwise the best set this CPU runs (cpuid / the kernel's HWCAP). Every
+// The build compiles every set it can (scalar always; AVX2 + FMA + F16C, AVX-VNNI and AVX-512
+// VNNI on x86-64; NEON on AArch64), each in its own files under `#pragma GCC target` (no global
+// -march), and this file picks one: the environment variable PAGEDINFER_KERNELS (scalar, avx2,
+// avxvnni, avx512vnni, neon) when set and not empty, otherwise the best set this CPU runs (cpuid
+// and XGETBV / the kernel's HWCAP). Every
 // kernel family (loaders/quants.h's float kernels, the integer kernels of loaders/quants_int8.h,
 // kvcache's attention kernels) follows the same choice, so a process never mixes sets.
 //
