@@ -211,6 +211,56 @@ TEST_P(PackedKernels, EveryPairIsTheContractsFloatsBitForBit) {
   }
 }
 
+// The largest integer sums the formats allow: every code at an end of its range (Q4_0 / Q4_1
+// nibbles 15, Q8_0 codes -128 and 127) against activations all -127 or all +127, so the sets'
+// int16 steps (AVX2's vpmaddubsw pairs and their sums) are at their limits and must stay exact.
+TEST_P(PackedKernels, ExtremeCodesAreExact) {
+  const KernelSet s = GetParam();
+  if (!KernelSetRuns(s)) GTEST_SKIP() << KernelSetName(s) << ": this build or CPU does not run it";
+  const PackedQ8AKernels* k = PackedQ8AKernelsFor(s);
+  if (k == nullptr) GTEST_SKIP() << KernelSetName(s) << " has no packed kernels";
+  const int64_t n = 128, rows = 9;
+  const int n_tok = 9;
+  std::vector<uint8_t> acts(n_tok * Q8ARowBytes(n));
+  for (int t = 0; t < n_tok; ++t) {
+    auto* a = reinterpret_cast<BlockQ8A*>(acts.data() + t * Q8ARowBytes(n));
+    for (int b = 0; b < n / 32; ++b) {
+      const int8_t v = (t + b) % 2 == 0 ? 127 : -127;
+      std::memset(a[b].qs, static_cast<uint8_t>(v), 32);
+      a[b].sum = 32 * v;
+      a[b].d = 0.5f + 0.25f * t;
+    }
+  }
+  for (GgmlType t : kTypes) {
+    const PackedDotFn dot = PackedDot(*k, t);
+    if (dot == nullptr) continue;
+    const size_t rb = GgmlRowBytes(t, n), bb = GgmlRowBytes(t, 32);
+    std::vector<uint8_t> w(rows * rb);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < n / 32; ++b) {
+        uint8_t* blk = w.data() + r * rb + b * bb;
+        const uint16_t d = Fp32ToFp16(0.125f * static_cast<float>(1 + r));
+        std::memcpy(blk, &d, 2);
+        if (t == GgmlType::kQ4_1) std::memcpy(blk + 2, &d, 2);
+        const uint8_t code = t == GgmlType::kQ8_0 ? ((r + b) % 2 == 0 ? 0x80 : 0x7f) : 0xff;
+        std::memset(blk + (t == GgmlType::kQ4_1 ? 4 : 2), code, t == GgmlType::kQ8_0 ? 32 : 16);
+      }
+    }
+    std::vector<uint8_t> p(PackedBytes(t, rows, n));
+    PackRows(t, w.data(), static_cast<int64_t>(rb), rows, n, p.data());
+    std::vector<float> y(n_tok * rows);
+    dot(p.data(), rows, acts.data(), Q8ARowBytes(n), n_tok, n, y.data(), rows);
+    for (int tok = 0; tok < n_tok; ++tok) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float want = Reference(t, w.data() + r * rb, acts.data() + tok * Q8ARowBytes(n), n);
+        ASSERT_EQ(0, std::memcmp(&y[tok * rows + r], &want, 4))
+            << KernelSetName(s) << " " << GgmlTypeInfoOf(t).name << " row " << r << " token " << tok
+            << ": " << y[tok * rows + r] << " want " << want;
+      }
+    }
+  }
+}
+
 TEST(PackedTables, ScalarOnEveryBuildAndTheTablesNameTheirSets) {
   ASSERT_NE(PackedQ8AKernelsFor(KernelSet::kScalar), nullptr);
   EXPECT_STREQ(PackedQ8AKernelsFor(KernelSet::kScalar)->name, "scalar");
