@@ -27,7 +27,7 @@ namespace pinfer::quants {
 namespace {
 
 struct Avx2V : Ymm {
-  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3;
+  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3, kQuadTok6 = 1;
   static constexpr bool kI16 = true;  // sub-block sums as int16 (quants_packed_k_simd.h's kRun)
   static I Mad16(I acc, I w, const uint8_t* a) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, Bcast(a)));

@@ -39,7 +39,7 @@ namespace {
 // machine, CPU time): Q4_K 8 tokens split 681-692 Gop/s, 12 unsplit 609; Q6_K 8 tokens 425, 12
 // tokens 479-488.
 struct Narrow512 : Ymm {
-  static constexpr int kTok = 8, kTok6 = 12, kSplitTok = 8;
+  static constexpr int kTok = 8, kTok6 = 12, kSplitTok = 8, kQuadTok6 = 2;
   static I Dot4(I acc, I w, const uint8_t* a) { return _mm256_dpbusd_epi32(acc, w, Bcast(a)); }
   static I Dot2(I acc, I w, const uint8_t* b) { return _mm256_dpwssd_epi32(acc, w, Bcast(b)); }
 };
@@ -48,7 +48,7 @@ struct Narrow512 : Ymm {
 struct Wide512 {
   using I = __m512i;
   using F = __m512;
-  static constexpr int kRows = 16, kTok = 8, kTok6 = 12, kSplitTok = 8;
+  static constexpr int kRows = 16, kTok = 8, kTok6 = 12, kSplitTok = 8, kQuadTok6 = 2;
   static constexpr bool kI16 = false;
   static __m256i L256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static __m128i L128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }

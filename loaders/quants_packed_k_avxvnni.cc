@@ -29,7 +29,7 @@ namespace pinfer::quants {
 namespace {
 
 struct VnniV : Ymm {
-  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3;
+  static constexpr int kTok = 3, kTok6 = 5, kSplitTok = 3, kQuadTok6 = 1;
   static I Dot4(I acc, I w, const uint8_t* a) { return _mm256_dpbusd_avx_epi32(acc, w, Bcast(a)); }
   static I Dot2(I acc, I w, const uint8_t* b) { return _mm256_dpwssd_avx_epi32(acc, w, Bcast(b)); }
 };

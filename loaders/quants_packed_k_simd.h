@@ -7,7 +7,9 @@
 // A policy V has one lane of 32 bits per weight row (8 rows: one group; 16 rows: two groups,
 // group g in lanes 0..7 and group g + 1 in lanes 8..15) and provides:
 //   types I (int32 lanes), F (float lanes); kRows (8 or 16); kTok, kTok6: tokens per register
-//     block for Q4_K / Q5_K and for Q6_K; kSplitTok: up to this many tokens, Q4_K / Q5_K run the
+//     block for Q4_K / Q5_K and for Q6_K; kQuadTok6: up to this many tokens Q6_K runs the four
+//     quarters' sub-block chains at once (decode: more in flight, each code vector loaded once);
+//     kSplitTok: up to this many tokens, Q4_K / Q5_K run the
 //     two sub-blocks of a 32-byte chunk of codes as two chains at once (3 int32 vectors per
 //     token), above it one after the other (2 per token, each chunk loaded twice);
 //   Load(p, gs): the 32 bytes at p (rows 0..7), with 16 rows also the 32 at p + gs (the same
@@ -231,26 +233,60 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
   if constexpr (kF == kQ6) {
     const I low4 = V::Set1(0x0f0f0f0f), top2 = V::Set1(0x30303030);
-    for (int h = 0; h < 2; ++h) {
-      for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
-        for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
-          const I sc = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
-          I tmp[NT];
-          for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
+    if constexpr (NT <= V::kQuadTok6) {  // decode: the 4 quarters' chains at once
+      for (int h = 0; h < 2; ++h) {
+        for (int s = 0; s < 2; ++s) {  // sub-blocks 8h + 2q + s, q = 0..3: positions 4s..4s+3
+          I sc[4], tq[4][NT];
+          for (int q = 0; q < 4; ++q) {
+            sc[q] = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
+            for (int t = 0; t < NT; ++t) tq[q][t] = V::Zero();
+          }
 #pragma GCC unroll 4
           for (int kk = 0; kk < 4; ++kk) {
             const int k = 4 * s + kk;
-            I ql = V::Load(p.ql[h][q & 1][k], gs);
-            if (q >= 2) ql = V::Srli16(ql, 4);
+            const I ql0 = V::Load(p.ql[h][0][k], gs), ql1 = V::Load(p.ql[h][1][k], gs);
             const I qh = V::Load(p.qh[h][k], gs);
-            const I w = V::Or(V::And(ql, low4), V::And(BitsTo4<V>(qh, 2 * q), top2));
-            for (int t = 0; t < NT; ++t) {
-              tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+            for (int q = 0; q < 4; ++q) {
+              const I ql = (q & 1) ? ql1 : ql0;
+              const I w = V::Or(V::And(q >= 2 ? V::Srli16(ql, 4) : ql, low4),
+                                V::And(BitsTo4<V>(qh, 2 * q), top2));
+              for (int t = 0; t < NT; ++t) {
+                tq[q][t] = PDot<V>(tq[q][t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+              }
             }
             if ((kk + 1) % kRun<V, kF> == 0 || kk == 3) {
+              for (int q = 0; q < 4; ++q) {
+                for (int t = 0; t < NT; ++t) {
+                  sumi[t] = PFlush<V>(sumi[t], tq[q][t], sc[q]);
+                  tq[q][t] = V::Zero();
+                }
+              }
+            }
+          }
+        }
+      }
+    } else {  // prefill: one sub-block's chains at a time (2 vectors per token: more tokens)
+      for (int h = 0; h < 2; ++h) {
+        for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
+          for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
+            const I sc = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
+            I tmp[NT];
+            for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
+#pragma GCC unroll 4
+            for (int kk = 0; kk < 4; ++kk) {
+              const int k = 4 * s + kk;
+              I ql = V::Load(p.ql[h][q & 1][k], gs);
+              if (q >= 2) ql = V::Srli16(ql, 4);
+              const I qh = V::Load(p.qh[h][k], gs);
+              const I w = V::Or(V::And(ql, low4), V::And(BitsTo4<V>(qh, 2 * q), top2));
               for (int t = 0; t < NT; ++t) {
-                sumi[t] = PFlush<V>(sumi[t], tmp[t], sc);
-                tmp[t] = V::Zero();
+                tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+              }
+              if ((kk + 1) % kRun<V, kF> == 0 || kk == 3) {
+                for (int t = 0; t < NT; ++t) {
+                  sumi[t] = PFlush<V>(sumi[t], tmp[t], sc);
+                  tmp[t] = V::Zero();
+                }
               }
             }
           }
