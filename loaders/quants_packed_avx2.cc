@@ -44,6 +44,10 @@
 namespace pinfer::quants::PINFER_PACKED_NS {
 namespace {
 
+// The token and chunk loops fully unrolled at any optimization level: the per-token sums must
+// live in registers (GCC 12 at -O2 keeps them in memory otherwise: 4-8 token tiles 2-4x slower).
+#define PINFER_UNROLL _Pragma("GCC unroll 16")
+
 constexpr int kTokTile = 4;    // tokens per register tile
 constexpr int kTokChunk = 64;  // tokens whose activations stay in L2 while the groups pass
 
@@ -63,9 +67,12 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
     if constexpr (T == GgmlType::kQ8_0) {
 #if PINFER_AVXVNNI
       // Codes stored + 128: u8 x s8 dots, less 128 * sum_a (exact).
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_set1_epi32(-128 * a[t][b].sum);
+      PINFER_UNROLL
       for (int c = 0; c < 8; ++c) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
+        PINFER_UNROLL
         for (int t = 0; t < NT; ++t)
           isum[t] = _mm256_dpbusd_avx_epi32(isum[t], v, Bcast4(a[t][b].qs + 4 * c));
       }
@@ -74,11 +81,14 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
       // a pair sums to at most 2 x 128 x 127 = 32512 in int16, then vpmaddwd to int32.
       const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
       const __m256i ones = _mm256_set1_epi16(1);
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+      PINFER_UNROLL
       for (int c = 0; c < 8; ++c) {
         const __m256i s = _mm256_xor_si256(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c)), flip);
         const __m256i u = _mm256_sign_epi8(s, s);
+        PINFER_UNROLL
         for (int t = 0; t < NT; ++t) {
           const __m256i p =
               _mm256_maddubs_epi16(u, _mm256_sign_epi8(Bcast4(a[t][b].qs + 4 * c), s));
@@ -88,14 +98,17 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
 #endif
     } else {
 #if PINFER_AVXVNNI
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) {
         isum[t] =
             T == GgmlType::kQ4_0 ? _mm256_set1_epi32(-8 * a[t][b].sum) : _mm256_setzero_si256();
       }
+      PINFER_UNROLL
       for (int c = 0; c < 4; ++c) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
         const __m256i lo = _mm256_and_si256(v, low);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        PINFER_UNROLL
         for (int t = 0; t < NT; ++t) {
           isum[t] = _mm256_dpbusd_avx_epi32(isum[t], lo, Bcast4(a[t][b].qs + 4 * c));
           isum[t] = _mm256_dpbusd_avx_epi32(isum[t], hi, Bcast4(a[t][b].qs + 16 + 4 * c));
@@ -105,11 +118,14 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
       // Codes 0..15 times |a| <= 127: the 8 maddubs of a block sum to at most
       // 8 x 2 x 15 x 127 = 30480 per int16 lane, exact; then one vpmaddwd to int32.
       __m256i p16[NT];
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) p16[t] = _mm256_setzero_si256();
+      PINFER_UNROLL
       for (int c = 0; c < 4; ++c) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * c));
         const __m256i lo = _mm256_and_si256(v, low);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        PINFER_UNROLL
         for (int t = 0; t < NT; ++t) {
           p16[t] = _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(lo, Bcast4(a[t][b].qs + 4 * c)));
           p16[t] =
@@ -117,6 +133,7 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
         }
       }
       const __m256i ones = _mm256_set1_epi16(1);
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) {
         isum[t] = _mm256_madd_epi16(p16[t], ones);
         if constexpr (T == GgmlType::kQ4_0)
@@ -125,12 +142,14 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, __m2
 #endif
     }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.d)));
+    PINFER_UNROLL
     for (int t = 0; t < NT; ++t) {
       const __m256 da = _mm256_set1_ps(a[t][b].d);
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
     }
     if constexpr (T == GgmlType::kQ4_1) {
       const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.m)));
+      PINFER_UNROLL
       for (int t = 0; t < NT; ++t) {
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(mw, _mm256_set1_ps(a[t][b].d)),
                                  _mm256_set1_ps(static_cast<float>(a[t][b].sum)), acc[t]);
@@ -143,10 +162,13 @@ template <GgmlType T, typename Block, int NT>
 inline void Tile(const Block* g, int64_t nb, int rows, const uint8_t* acts, int64_t act_row_bytes,
                  float* y, int64_t y_row_stride) {
   const BlockQ8A* a[NT];
+  PINFER_UNROLL
   for (int t = 0; t < NT; ++t) a[t] = reinterpret_cast<const BlockQ8A*>(acts + t * act_row_bytes);
   __m256 acc[NT];
+  PINFER_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   GroupTile<T, Block, NT>(g, nb, a, acc);
+  PINFER_UNROLL
   for (int t = 0; t < NT; ++t) {
     if (rows == kPackRows) {
       _mm256_storeu_ps(y + t * y_row_stride, acc[t]);
