@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/workload.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cpu/thread_pool.h"
 #include "loaders/absl_compat.h"
 #include "loaders/kernel_set.h"
@@ -228,6 +229,9 @@ absl::StatusOr<SpeedResult> RunSpeedBench(const Model& model, const SpeedOptions
   if (!engine.ok()) return engine.status();
   if ((*engine)->backend().name() != "cpu") res.backend = "CUDA";  // llama-bench's column
   res.cpu_kernels = KernelSetName(ActiveKernelSet());
+  if (const auto* cpu = dynamic_cast<const CpuBackend*>(&(*engine)->backend()); cpu != nullptr) {
+    res.cpu_weights = cpu->RepackSummary();
+  }
   res.threads = c.threads > 0 ? c.threads : static_cast<int>(std::thread::hardware_concurrency());
   for (const bool gen : {false, true}) {
     if ((gen ? o.n_gen : o.n_prompt) == 0) continue;

@@ -57,8 +57,11 @@ struct SpeedResult {
   int threads = 0;
   std::string kv_dtype, kv_layout;
   std::string cpu_kernels;  // the CPU kernel set (loaders/kernel_set.h): scalar, avx2, neon
-  double copy_gbps = 0;     // memcpy: (bytes read + bytes written) per second
-  double read_gbps = 0;     // threads summing a buffer far larger than the caches
+  // The CPU backend's weight layout (CpuBackend::RepackSummary): "repacked 224 matrices ..."
+  // or "file layout (--no-repack)"; empty on a device.
+  std::string cpu_weights;
+  double copy_gbps = 0;  // memcpy: (bytes read + bytes written) per second
+  double read_gbps = 0;  // threads summing a buffer far larger than the caches
   std::vector<SpeedTest> tests;
 };
 

@@ -38,8 +38,8 @@ std::string SpeedMarkdown(const SpeedResult& r) {
                         r.kv_dtype, r.kv_layout, r.threads, r.read_gbps, r.copy_gbps);
   absl::StrAppendFormat(
       &out,
-      "CPU kernels: %s (PAGEDINFER_KERNELS=scalar|avx2|avxvnni|avx512vnni|neon forces a set)\n",
-      r.cpu_kernels);
+      "CPU kernels: %s (PAGEDINFER_KERNELS=scalar|avx2|avxvnni|avx512vnni|neon forces a set)%s\n",
+      r.cpu_kernels, r.cpu_weights.empty() ? "" : absl::StrCat("; weights: ", r.cpu_weights));
   for (const SpeedTest& t : r.tests) {
     if (t.n_gen == 0) continue;
     absl::StrAppendFormat(
@@ -76,6 +76,7 @@ std::string SpeedJson(const SpeedResult& r) {
     j["copy_gbps"] = r.copy_gbps;
     j["read_gbps"] = r.read_gbps;
     j["cpu_kernels"] = r.cpu_kernels;
+    j["cpu_weights"] = r.cpu_weights;
     arr.push_back(j);
   }
   return arr.dump(2) + "\n";

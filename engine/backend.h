@@ -46,6 +46,9 @@ struct WeightResidency {
   // them under memory pressure and read them back from the file mid-conversation.
   uint64_t mapped = 0;
   bool locked = false;  // mlock()ed (--mlock): never dropped
+  // Of bytes, the backend's own copy of matrices it repacked at load (engine/cpu/repack.h);
+  // their file pages were released.
+  uint64_t repacked = 0;
 };
 
 class Backend {

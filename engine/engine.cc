@@ -20,8 +20,13 @@ namespace {
 std::string WeightsNote(const WeightResidency& w) {
   if (w.bytes == 0) return "";
   if (w.locked) return "locked in memory (--mlock)";
-  if (w.mapped == 0) return "held by the model (repacked at load)";
-  return absl::StrCat(FormatBytes(w.mapped),
+  const std::string repacked =
+      w.repacked == 0 ? ""
+                      : absl::StrCat(FormatBytes(w.repacked),
+                                     " held by the CPU backend (repacked at load, their file pages "
+                                     "released)");
+  if (w.mapped == 0) return w.repacked > 0 ? repacked : "held by the model (repacked at load)";
+  return absl::StrCat(repacked, repacked.empty() ? "" : "; ", FormatBytes(w.mapped),
                       " mapped from the model file: under memory pressure "
                       "the OS may drop these pages and read them back mid-conversation "
                       "(--mlock pins them)");

@@ -50,6 +50,10 @@ struct EngineConfig {
   // so the OS never drops or swaps them; start fails, naming the memlock limit, if refused.
   // Host memory only: a device backend's weights and pool are device memory (no effect).
   bool mlock = false;
+  // CPU backend: repack the weights at load into the row-interleaved layout of the formats
+  // whose packed kernels the kernel set has (engine/cpu/repack.h); false keeps the file's
+  // layout (--no-repack, llama.cpp's flag). A device backend uploads the file's layout.
+  bool repack = true;
   // Device backends: run every step eagerly instead of replaying CUDA graphs captured for
   // decode steps at start (no effect on the CPU).
   bool enforce_eager = false;

@@ -5,8 +5,9 @@
 //      the pool is --kv-cache-memory, or on the CPU max_num_seqs sequences of max_model_len
 //      capped by the budget, on a device all the budget leaves (as vLLM); refuse to start,
 //      with the ledger's message, when it does not fit;
-//   4. commit the memory: the backend's (weights paged in, workspace written, locked with
-//      --mlock), then the process's own memory is measured once;
+//   4. commit the memory: the backend's (the CPU's weights repacked unless --no-repack, their
+//      file pages released; weights paged in, workspace written, locked with --mlock), then
+//      the process's own memory is measured once;
 //   5. create the KV cache (its pool committed, in the backend's storage) and the scheduler;
 //   6. announce the pool and start the memory report;
 //   7. warm up: one token through the model, then capture CUDA graphs (unless eager).
@@ -18,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/build_info.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/repack.h"
 #include "engine/engine.h"
 #include "engine/memory/memory_ledger.h"
 #include "engine/memory/model_plan.h"
@@ -55,7 +57,8 @@ absl::StatusOr<std::unique_ptr<Backend>> BuildBackend(const Model& model,
                                                       const EngineConfig& config,
                                                       std::unique_ptr<Backend> backend) {
   if (!backend) {
-    backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+    backend = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads,
+                                           config.repack);
   }
   if (absl::Status s =
           backend->ReserveForLimits(config.max_num_seqs, config.max_model_len, BlockSlots(config));
@@ -105,6 +108,10 @@ absl::StatusOr<MemoryLedger> ComputeEngineLedger(const Model& model, const Engin
                                                  const Backend& backend) {
   auto input = PlanInputFromModel(model);
   if (!input.ok()) return input.status();
+  // The CPU backend's repacked matrices are its weights (`plan` applies the same rule).
+  if (const auto* cpu = dynamic_cast<const CpuBackend*>(&backend); cpu != nullptr) {
+    AccountRepack(cpu->repack_plan(), &*input);
+  }
   auto opt = LedgerOptionsFor(config, backend);
   if (!opt.ok()) return opt.status();
   auto ledger = ComputeLedger(*input, *opt);

@@ -117,6 +117,15 @@ absl::Status PopulateForRead(const void* p, size_t n) {
   return absl::OkStatus();
 }
 
+size_t ReleaseFilePages(const void* p, size_t n) {
+  const size_t page = PageSize();
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (e <= a) return 0;
+  if (::madvise(reinterpret_cast<void*>(a), e - a, MADV_DONTNEED) != 0) return 0;
+  return e - a;
+}
+
 uint64_t ResidentPageBytes(const void* p, size_t n) {
   if (n == 0) return 0;
   const PageRange r = Pages(p, n);

@@ -64,6 +64,14 @@ absl::Status PopulateForRead(const void* p, size_t n);
 // bytes asked for, the memlock limit (RLIMIT_MEMLOCK, `ulimit -l`) and how to raise it.
 absl::Status LockPages(const void* p, size_t n, std::string_view what);
 
+// Drops this process's pages of a read-only file mapping that lie wholly inside [p, p + n)
+// (madvise MADV_DONTNEED on the page-aligned interior; the partial pages at either end, which
+// may hold other tensors, stay): its resident memory shrinks, the file's pages stay in the page
+// cache, and a later read of the range faults them back in. Only for unmodified pages of a
+// mapped file (anonymous memory would read back as zeros). Returns the bytes released (0 when
+// refused, e.g. for locked pages).
+size_t ReleaseFilePages(const void* p, size_t n);
+
 // Bytes of [p, p + n) that lie in pages resident now (mincore); 0 when it cannot be asked.
 uint64_t ResidentPageBytes(const void* p, size_t n);
 

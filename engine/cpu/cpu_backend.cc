@@ -1,5 +1,6 @@
 #include "engine/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <utility>
@@ -12,12 +13,80 @@
 #include "kvcache/kv_codec.h"
 #include "loaders/byte_size.h"
 #include "loaders/host_memory.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 
 namespace pinfer {
 
-CpuBackend::CpuBackend(const Model& model, int max_tokens, int n_threads)
-    : model_(model), max_tokens_(max_tokens), pool_(n_threads) {}
+CpuBackend::CpuBackend(const Model& model, int max_tokens, int n_threads, bool repack)
+    : model_(model), max_tokens_(max_tokens), pool_(n_threads), repack_(repack) {
+  if (repack_) repack_plan_ = PlanRepack(model_, ActiveKernelSet());
+}
+
+CpuBackend::~CpuBackend() = default;
+
+const WeightMatrix& CpuBackend::Mat(const WeightMatrix& m) const {
+  if (packed_.empty()) return m;
+  auto it = packed_.find(&m);
+  return it == packed_.end() ? m : it->second;
+}
+
+std::vector<Model::WeightRange> CpuBackend::RangesNow() const {
+  if (!packed_memory_) return model_.WeightRanges();
+  std::vector<Model::WeightRange> ranges = model_.WeightRanges(repack_plan_.matrices);
+  ranges.push_back({packed_memory_->data(), packed_memory_->size(), /*mapped=*/false});
+  std::sort(
+      ranges.begin(), ranges.end(),
+      [](const Model::WeightRange& a, const Model::WeightRange& b) { return a.data < b.data; });
+  return ranges;
+}
+
+absl::Status CpuBackend::Repack(bool lock_memory) {
+  const auto start = std::chrono::steady_clock::now();
+  auto mem = CommittedMemory::Allocate(
+      repack_plan_.packed_bytes, {.huge_pages = true, .lock = lock_memory}, "the repacked weights");
+  if (!mem.ok()) return mem.status();
+  packed_memory_ = *std::move(mem);
+  uint8_t* dst = packed_memory_->data();
+  for (size_t i = 0; i < repack_plan_.matrices.size(); ++i) {
+    const WeightMatrix* m = repack_plan_.matrices[i];
+    const PackedKernel k = PackedKernelFor(ActiveKernelSet(), m->type);
+    const int64_t group_bytes = k.group_bytes(m->type, m->cols);
+    const int64_t n_groups = (m->rows + kPackedGroupRows - 1) / kPackedGroupRows;
+    const int64_t grain = (n_groups + pool_.size() - 1) / pool_.size();
+    pool_.ParallelFor(
+        n_groups,
+        [&](int64_t begin, int64_t end, int) {
+          const int64_t r0 = begin * kPackedGroupRows;
+          const int64_t r1 = std::min(m->rows, end * kPackedGroupRows);
+          k.pack(m->type, m->row(r0), static_cast<int64_t>(m->row_bytes), r1 - r0, m->cols,
+                 dst + begin * group_bytes);
+        },
+        grain);
+    // The file's layout of this matrix is no longer read: its pages go now, so resident
+    // memory holds both layouts of one matrix at most.
+    ReleaseFilePages(m->data, static_cast<size_t>(m->bytes()));
+    WeightMatrix copy = *m;
+    copy.packed = dst;
+    packed_.emplace(m, std::move(copy));
+    dst += repack_plan_.matrix_bytes[i];
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  repack_summary_ = absl::StrFormat(
+      "repacked %d matrices (%s) for %s in %.2f s", repack_plan_.matrices.size(),
+      FormatBytes(repack_plan_.packed_bytes), KernelSetName(ActiveKernelSet()), took);
+  return absl::OkStatus();
+}
+
+std::string CpuBackend::RepackSummary() const {
+  if (!repack_) return "file layout (--no-repack)";
+  if (repack_plan_.matrices.empty()) {
+    return absl::StrCat("file layout (no packed kernels for these formats in ",
+                        KernelSetName(ActiveKernelSet()), ")");
+  }
+  return repack_summary_.empty() ? "to be repacked at Commit" : repack_summary_;
+}
 
 uint64_t CpuBackend::WorkspaceBytes() const { return ws_ ? ws_->bytes() : 0; }
 
@@ -39,7 +108,10 @@ absl::Status CpuBackend::Commit(bool lock_memory) {
   }
   const auto start = std::chrono::steady_clock::now();
   lock_memory_ = lock_memory;
-  weight_ranges_ = model_.WeightRanges();
+  if (!repack_plan_.matrices.empty() && !packed_memory_) {
+    if (absl::Status s = Repack(lock_memory); !s.ok()) return s;
+  }
+  weight_ranges_ = RangesNow();
   uint64_t weight_bytes = 0;
   for (const Model::WeightRange& r : weight_ranges_) {
     weight_bytes += r.bytes;
@@ -58,18 +130,23 @@ absl::Status CpuBackend::Commit(bool lock_memory) {
   commit_summary_ = absl::StrFormat("weights %s paged in%s and workspace %s committed in %.2f s",
                                     FormatBytes(weight_bytes), lock_memory ? " and locked" : "",
                                     FormatBytes(ws_->bytes()), took);
+  if (!repack_summary_.empty()) {
+    commit_summary_ =
+        absl::StrCat(repack_summary_, ", their file pages released; ", commit_summary_);
+  }
   return absl::OkStatus();
 }
 
 WeightResidency CpuBackend::Weights() const {
   WeightResidency w;
   const std::vector<Model::WeightRange> ranges =
-      weight_ranges_.empty() ? model_.WeightRanges() : weight_ranges_;
+      weight_ranges_.empty() ? RangesNow() : weight_ranges_;
   for (const Model::WeightRange& r : ranges) {
     w.bytes += r.bytes;
     w.resident += ResidentPageBytes(r.data, r.bytes);
     if (r.mapped) w.mapped += r.bytes;
   }
+  if (packed_memory_) w.repacked = packed_memory_->size();
   w.locked = lock_memory_ && ws_ != nullptr;
   return w;
 }
@@ -113,7 +190,7 @@ absl::Status CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache,
   float *qb = Buf(CpuBuffer::kQ), *kb = Buf(CpuBuffer::kK), *vb = Buf(CpuBuffer::kV);
   const std::pair<const WeightMatrix*, float*> qkv[] = {{&L.wq, qb}, {&L.wk, kb}, {&L.wv, vb}};
   for (const auto& [m, y] : qkv) {
-    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
+    if (absl::Status s = MatMul(Mat(*m), xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
   }
   const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const KvDtype kv_dtype = cache.config().dtype;
@@ -205,7 +282,7 @@ absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l)
   NormInto(n, L.attn_norm);
   if (absl::Status s = QkvIntoCache(batch, cache, l); !s.ok()) return s;
   Attention(batch, cache, l);
-  if (absl::Status s = MatMul(L.wo, Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_, matmul_);
+  if (absl::Status s = MatMul(Mat(L.wo), Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_, matmul_);
       !s.ok()) {
     return s;
   }
@@ -213,14 +290,15 @@ absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l)
   NormInto(n, L.ffn_norm);
   const std::pair<const WeightMatrix*, float*> ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
   for (const auto& [m, y] : ffn) {
-    if (absl::Status s = MatMul(*m, xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
+    if (absl::Status s = MatMul(Mat(*m), xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
   }
   if (c.ffn_act == FfnActivation::kGeluTanh) {
     GeGlu(gate, up, (int64_t)n * c.n_ff);
   } else {
     SwiGlu(gate, up, (int64_t)n * c.n_ff);
   }
-  if (absl::Status s = MatMul(L.w_down, gate, n, proj, pool_, *ws_, matmul_); !s.ok()) return s;
+  if (absl::Status s = MatMul(Mat(L.w_down), gate, n, proj, pool_, *ws_, matmul_); !s.ok())
+    return s;
   AddResidual(n, L.ffn_post_norm);
   return absl::OkStatus();
 }
@@ -243,7 +321,8 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
             xb + (size_t)i * c.dim);
   }
   if (n_out == 0) return absl::OkStatus();
-  if (absl::Status s = MatMul(w.output, xb, n_out, logits, pool_, *ws_, matmul_); !s.ok()) return s;
+  if (absl::Status s = MatMul(Mat(w.output), xb, n_out, logits, pool_, *ws_, matmul_); !s.ok())
+    return s;
   if (c.final_softcap > 0)
     SoftCap(logits, static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
   return absl::OkStatus();

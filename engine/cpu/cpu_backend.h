@@ -12,13 +12,17 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/backend.h"
 #include "engine/cpu/cpu_workspace.h"
 #include "engine/cpu/matmul.h"
+#include "engine/cpu/repack.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/model.h"
+#include "loaders/host_memory.h"
 
 namespace pinfer {
 
@@ -26,8 +30,11 @@ class CpuBackend : public Backend {
  public:
   // max_tokens: the most tokens one Forward takes (max_num_batched_tokens); n_threads 0 means
   // all hardware threads. The model must outlive the backend. Allocates nothing: the
-  // workspace follows ReserveForLimits and Commit.
-  CpuBackend(const Model& model, int max_tokens, int n_threads = 0);
+  // workspace follows ReserveForLimits and Commit. repack: the first Commit repacks the
+  // matrices engine/cpu/repack.h's rule picks for the process's kernel set (false:
+  // --no-repack, the file's layout).
+  CpuBackend(const Model& model, int max_tokens, int n_threads = 0, bool repack = true);
+  ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }
   // FailedPrecondition before Commit or for a step of more than max_tokens tokens (naming
@@ -38,6 +45,10 @@ class CpuBackend : public Backend {
   // Lays the workspace out (may be called again; the next Commit then allocates the new
   // layout). The CPU's scratch does not depend on the limits beyond max_tokens and threads.
   absl::Status ReserveForLimits(int max_num_seqs, int max_model_len, int block_size) override;
+  // Repacks the weights (once, on the first call: repack_plan()'s matrices into one buffer
+  // the backend owns, threaded by whole groups, each matrix's file pages released as soon as
+  // it is packed, so resident memory never holds both layouts of more than one matrix), then
+  // pages in (or locks) the weights and commits the workspace.
   absl::Status Commit(bool lock_memory) override;
   std::string CommitSummary() const override { return commit_summary_; }
   WeightResidency Weights() const override;
@@ -47,6 +58,12 @@ class CpuBackend : public Backend {
                                                            int64_t num_blocks) override;
 
   int threads() const { return pool_.size(); }
+  // The matrices this backend repacks (empty with repack = false): what the engine's ledger
+  // counts (AccountRepack).
+  const RepackPlan& repack_plan() const { return repack_plan_; }
+  // "repacked 224 matrices (3.50 GiB) for avx2 in 1.20 s" after Commit; "file layout
+  // (--no-repack)", or "file layout (no packed kernels for these formats in <set>)".
+  std::string RepackSummary() const;
   // How every MatMul of the forward pass multiplies (default: 8-bit activations for the
   // formats with integer kernels, engine/cpu/matmul.h). Tests that compare another backend
   // with this one at the float path's accuracy set float_activations.
@@ -65,6 +82,12 @@ class CpuBackend : public Backend {
   void AddResidual(int n, const std::vector<float>& post_norm);  // residual += [norm] proj
   absl::Status Layer(const ForwardBatch& batch, KvCache& cache, int l);
   float* Buf(CpuBuffer b) const { return ws_->Get(b); }
+  // Repacks repack_plan_'s matrices (Commit's first step).
+  absl::Status Repack(bool lock_memory);
+  // The matrix as MatMul takes it: the backend's packed copy when m was repacked, else m.
+  const WeightMatrix& Mat(const WeightMatrix& m) const;
+  // The weights' ranges now: the model's, less the repacked matrices, and the packed buffer.
+  std::vector<Model::WeightRange> RangesNow() const;
 
   const Model& model_;
   int max_tokens_;
@@ -75,6 +98,13 @@ class CpuBackend : public Backend {
   std::unique_ptr<CpuWorkspace> ws_;
   std::vector<Model::WeightRange> weight_ranges_;
   std::string commit_summary_;
+  bool repack_ = true;
+  RepackPlan repack_plan_;
+  // The repacked matrices' bytes (owned here), and copies of those matrices with `packed` set
+  // into it, by the address of the Model's matrix.
+  std::unique_ptr<CommittedMemory> packed_memory_;
+  std::unordered_map<const WeightMatrix*, WeightMatrix> packed_;
+  std::string repack_summary_;
 };
 
 }  // namespace pinfer

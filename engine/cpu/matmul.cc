@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/repack.h"
 #include "loaders/ggml_types.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
@@ -135,6 +136,37 @@ void MatMulInt8(const WeightMatrix& w, const float* x, int n_tokens, float* y, T
   });
 }
 
+// The packed path (see matmul.h): each token's row quantized once as the packed kernel takes
+// it, then even splits of whole 8-row groups, each worker's groups against all the tokens in
+// one kernel call (the kernel blocks tokens itself).
+void MatMulPacked(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
+                  const CpuWorkspace& ws, const PackedKernel& k) {
+  const int64_t cols = w.cols;
+  const int64_t row_bytes = k.act_row_bytes(cols);
+  auto* acts = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
+  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
+  for (int t = 0; t < n_tokens; ++t) {
+    const float* xt = x + t * cols;
+    if (!w.input_perm.empty()) {
+      Gather(w, xt, gathered);
+      xt = gathered;
+    }
+    k.quantize(xt, acts + t * row_bytes, cols);
+  }
+  const int64_t group_bytes = k.group_bytes(w.type, cols);
+  const int64_t n_groups = (w.rows + kPackedGroupRows - 1) / kPackedGroupRows;
+  const int64_t grain = (n_groups + pool.size() - 1) / pool.size();
+  pool.ParallelFor(
+      n_groups,
+      [&](int64_t begin, int64_t end, int) {
+        const int64_t r0 = begin * kPackedGroupRows;
+        const int64_t r1 = std::min(w.rows, end * kPackedGroupRows);
+        k.dot(w.packed + begin * group_bytes, r1 - r0, acts, row_bytes, n_tokens, cols, y + r0,
+              w.rows);
+      },
+      grain);
+}
+
 }  // namespace
 
 bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o) {
@@ -144,6 +176,12 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o) {
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
                     const CpuWorkspace& ws, const MatMulOptions& o) {
   if (absl::Status s = CheckWorkspace(w, n_tokens, pool, ws); !s.ok()) return s;
+  if (w.packed != nullptr && !o.float_activations) {
+    if (const PackedKernel k = PackedKernelFor(ActiveKernelSet(), w.type); k.dot != nullptr) {
+      MatMulPacked(w, x, n_tokens, y, pool, ws, k);
+      return absl::OkStatus();
+    }
+  }
   if (const Int8Kernel k = Int8KernelFor(w.type, o); k.dot != nullptr) {
     MatMulInt8(w, x, n_tokens, y, pool, ws, k);
     return absl::OkStatus();

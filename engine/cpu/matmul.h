@@ -33,6 +33,12 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 //    bit for bit. One token takes the fused DotRow per row; a batch decodes each weight row once
 //    (DequantizeRowDotLayout) and multiplies it into every token with DotF32Tile, which by
 //    loaders/quants.h's contract gives DotF32(DequantizeRow(row), x_t) == DotRow(row, x_t).
+//  - packed (w.packed set: the CPU backend repacked the matrix at load, engine/cpu/repack.h;
+//    not with o.float_activations, which multiplies w.data): the tokens' rows quantized once as
+//    the packed kernel takes them (Q8A, or Q8_K for the K-quants), then each worker's whole
+//    8-row groups (even splits) against all the tokens in one call of the set's packed kernel
+//    (loaders/quants_packed.h, quants_packed_k.h): y[t][r] is bit for bit the format's integer
+//    row dot, as on the 8-bit path.
 // Batch-invariant by construction either way: a token's row is quantized on its own and its
 // dots do not depend on the other tokens, so a sequence's logits do not depend on which other
 // sequences share its step, on how its prompt was chunked, or on whether it was recomputed

@@ -47,15 +47,21 @@ absl::StatusOr<std::unique_ptr<Model>> Model::FromGguf(std::unique_ptr<GgufFile>
   return m;
 }
 
-std::vector<Model::WeightRange> Model::WeightRanges() const {
+bool Model::OwnsMatrix(const WeightMatrix& m) const {
+  bool owned = false;
+  for (const std::vector<uint8_t>& buf : owned_) {
+    owned |= m.data >= buf.data() && m.data < buf.data() + buf.size();
+  }
+  return owned;
+}
+
+std::vector<Model::WeightRange> Model::WeightRanges(
+    const std::vector<const WeightMatrix*>& excluded) const {
   std::vector<WeightRange> spans;
   auto add = [&](const WeightMatrix& m) {
     if (m.data == nullptr || m.bytes() == 0) return;
-    bool owned = false;
-    for (const std::vector<uint8_t>& buf : owned_) {
-      owned |= m.data >= buf.data() && m.data < buf.data() + buf.size();
-    }
-    spans.push_back(WeightRange{m.data, static_cast<size_t>(m.bytes()), !owned});
+    if (std::find(excluded.begin(), excluded.end(), &m) != excluded.end()) return;
+    spans.push_back(WeightRange{m.data, static_cast<size_t>(m.bytes()), !OwnsMatrix(m)});
   };
   add(weights_.tok_embd);
   add(weights_.output);

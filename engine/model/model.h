@@ -65,8 +65,15 @@ class Model {
     size_t bytes = 0;
     bool mapped = true;
   };
+  // excluded: matrices whose bytes a backend holds elsewhere (its repacked copies, see
+  // engine/cpu/repack.h): their ranges are left out (the pages they share with a matrix kept
+  // stay in its range).
   static constexpr size_t kWeightRangeGap = 4096;
-  std::vector<WeightRange> WeightRanges() const;
+  std::vector<WeightRange> WeightRanges(
+      const std::vector<const WeightMatrix*>& excluded = {}) const;
+  // Whether m's bytes lie in a buffer the model owns (GPTQ/AWQ layers repacked at load) rather
+  // than in a mapped file.
+  bool OwnsMatrix(const WeightMatrix& m) const;
 
  private:
   Model() = default;

@@ -41,6 +41,7 @@ WeightMatrix RowView(const WeightMatrix& m, int64_t begin, int64_t rows, std::st
   v.name = std::move(name);
   v.rows = rows;
   v.data = m.data + static_cast<size_t>(begin) * m.row_bytes;
+  v.packed = nullptr;  // a view is repacked as a matrix of its own
   return v;
 }
 

@@ -27,6 +27,12 @@ struct WeightMatrix {
   // is input column input_perm[k], so MatMul multiplies with x'[k] = x[input_perm[k]]. Empty
   // means identity.
   std::vector<int32_t> input_perm;
+  // The same matrix in loaders/quants_packed.h's row-interleaved layout (ceil(rows / 8) groups
+  // of 8 rows), or null. Set only on the CPU backend's own copies of the matrices it repacked
+  // at load (engine/cpu/repack.h), never on the Model's: the backend owns those bytes. `data`
+  // still addresses the file's layout (its pages released after repacking; reading them faults
+  // them back in from the file), which a device backend uploads.
+  const uint8_t* packed = nullptr;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   uint64_t bytes() const { return static_cast<uint64_t>(rows) * row_bytes; }
 };

@@ -42,6 +42,7 @@ int BenchMain(int argc, char** argv) {
   o.engine.kv_dtype = *dtype;
   o.engine.kv_layout = *layout;
   o.engine.enforce_eager = ef.enforce_eager;
+  o.engine.repack = !ef.no_repack;
   auto model = Model::Load(model_path);
   if (!model.ok()) return Fail(model.status());
   std::string device;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_join.h"
+#include "engine/cpu/repack.h"
 #include "engine/memory/memory_ledger.h"
 #include "engine/memory/model_plan.h"
 #include "engine/memory/system_memory.h"
@@ -108,6 +109,22 @@ struct PlanFlags {
   }
 };
 
+// The model's (or shape's) input to the ledger. For a model file on the CPU the weights line
+// counts what the CPU backend holds after repacking (engine/cpu/repack.h: the same rule and
+// kernel set as the engine's, unless --no-repack). A named shape counts the file's layout:
+// repacking adds only the padding of a last partial group of 8 rows, none where every matrix's
+// rows are a multiple of 8 (the named shapes' widths are).
+absl::StatusOr<PlanInput> PlanInputFor(const PlanFlags& f) {
+  if (f.engine.model.empty()) return PlanInputFromShape(f.shape, f.type);
+  absl::StatusOr<std::unique_ptr<Model>> model = Model::Load(f.engine.model);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<PlanInput> input = PlanInputFromModel(**model);
+  if (input.ok() && f.o.host && !f.engine.no_repack) {
+    AccountRepack(PlanRepack(**model, ActiveKernelSet()), &*input);
+  }
+  return input;
+}
+
 }  // namespace
 
 int PlanMain(int argc, char** argv) {
@@ -125,8 +142,7 @@ int PlanMain(int argc, char** argv) {
   f.Register(args);
   if (int rc = ParseOrExit(args, argc, argv); rc >= 0) return rc;
   if (absl::Status s = f.Resolve(); !s.ok()) return Fail(s, 2);
-  absl::StatusOr<PlanInput> input = f.engine.model.empty() ? PlanInputFromShape(f.shape, f.type)
-                                                           : PlanInputFromModelFile(f.engine.model);
+  absl::StatusOr<PlanInput> input = PlanInputFor(f);
   if (!input.ok()) return Fail(input.status(), 2);
   f.ResolveBlockSlots(input->config);
   absl::StatusOr<MemoryLedger> ledger = ComputeLedger(*input, f.o);

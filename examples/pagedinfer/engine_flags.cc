@@ -46,6 +46,10 @@ void EngineFlags::RegisterDevice(Args& a) {
   a.AddSwitch("--enforce-eager", &enforce_eager,
               "cuda: run every step eagerly, without capturing CUDA graphs for decode steps "
               "(accepted and without effect on cpu)");
+  a.AddSwitch("-nr,--no-repack", &no_repack,
+              "cpu: keep the weights in the file's layout instead of repacking the formats with "
+              "packed kernels (Q4_0, Q4_1, Q8_0 on this build's kernel sets) into 8-row groups at "
+              "load (llama.cpp's flag)");
   a.Add("--device", &device,
         "where the model runs: cuda, cpu, or auto (cuda when built with it and a GPU is present)");
   a.Add("-ngl,--n-gpu-layers,--gpu-layers", &n_gpu_layers,
@@ -108,7 +112,8 @@ absl::StatusOr<std::unique_ptr<Backend>> EngineFlags::MakeBackend(const Model& m
     std::fprintf(stderr, "warning: -ngl %d: no usable CUDA device%s; running on the cpu\n",
                  n_gpu_layers, why_not_cuda.empty() ? " in this build" : why_not_cuda.c_str());
   }
-  auto cpu = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads);
+  auto cpu = std::make_unique<CpuBackend>(model, config.max_num_batched_tokens, config.threads,
+                                          config.repack);
   if (chosen) *chosen = absl::StrCat("cpu, ", cpu->threads(), " threads", why_not_cuda);
   return std::unique_ptr<Backend>(std::move(cpu));
 }
@@ -167,6 +172,7 @@ absl::StatusOr<EngineConfig> EngineFlags::ToConfig() const {
   c.prefix_caching = !no_prefix_caching;
   c.enforce_eager = enforce_eager;
   c.mlock = mlock;
+  c.repack = !no_repack;
   return c;
 }
 

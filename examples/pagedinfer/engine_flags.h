@@ -27,13 +27,14 @@ struct EngineFlags {
   bool no_prefix_caching = false;
   bool mlock = false;
   bool enforce_eager = false;   // cuda: no CUDA graphs for decode steps
+  bool no_repack = false;       // cpu: keep the file's layout (llama.cpp's --no-repack)
   std::string device = "auto";  // auto | cuda | cpu
   int n_gpu_layers = -1;        // llama.cpp's -ngl: 0 = cpu, all layers = cuda; -1: not given
 
   // Every engine flag (run, chat, serve).
   void Register(Args& args);
-  // Only where the model runs: --device, -ngl, --enforce-eager (bench, bench-kv, perplexity,
-  // which size their own engines).
+  // Only where the model runs: --device, -ngl, --enforce-eager, --no-repack (bench, bench-kv,
+  // perplexity, which size their own engines).
   void RegisterDevice(Args& args);
   absl::StatusOr<EngineConfig> ToConfig() const;
   // --device after -ngl for `model`: "auto", "cuda" or "cpu"; InvalidArgument for an unknown

@@ -4,14 +4,18 @@
 // engine asking for more than the first left refuses at start, saying what it needs, what is
 // available and the longest max_model_len that fits (the detected memory is lowered with the
 // PINFER_MEMORY_LIMIT switch).
+#include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "engine/cpu/repack.h"
 #include "engine/engine.h"
 #include "engine/memory/memory_report.h"
 #include "engine/memory/system_memory.h"
 #include "gtest/gtest.h"
+#include "loaders/kernel_set.h"
 #include "tests/testing/synth_models.h"
 #include "tests/testing/test_models.h"
 
@@ -62,7 +66,8 @@ TEST(EngineMemory, WeightsAndPoolAreResidentAfterStart) {
   const WeightResidency w = (*e)->backend().Weights();
   EXPECT_EQ(w.resident, w.bytes);  // every page of the weights faulted in
   EXPECT_GE(w.bytes, l.weights_bytes * 99 / 100);
-  EXPECT_EQ(w.mapped, w.bytes);  // from the file
+  // From the file, but for the matrices the CPU backend repacked (engine/cpu/repack.h).
+  EXPECT_EQ(w.mapped + w.repacked, w.bytes);
   EXPECT_FALSE(w.locked);
   EXPECT_NE((*e)->pool_summary().find("committed in"), std::string::npos) << (*e)->pool_summary();
   EXPECT_NE((*e)->pool_summary().find("--kv-cache-memory"), std::string::npos);
@@ -180,6 +185,57 @@ TEST(EngineMemory, SecondEngineAskingTooMuchRefusesAtStart) {
   ::unsetenv(kMemoryLimitEnv);
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ((*third)->ledger().max_concurrency, 1);
+}
+
+// Bytes of this process's resident pages of the mappings of `path` (/proc/self/smaps' Rss).
+uint64_t MappedFileResident(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_file = false;
+  uint64_t kib = 0;
+  while (std::getline(smaps, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {  // a mapping's header: "start-end perms ... path"
+      in_file = line.size() >= path.size() &&
+                line.compare(line.size() - path.size(), path.size(), path) == 0;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      kib += std::strtoull(line.c_str() + 4, nullptr, 10);
+    }
+  }
+  return kib * 1024;
+}
+
+// Repacking does not double the weights: the file's pages of every repacked matrix are
+// released (only the partial pages at a matrix's ends may stay), the weights line is the
+// packed bytes plus the file bytes that stay, and the memory report says which is which.
+TEST(EngineMemory, RepackedMatricesReleaseTheirFilePages) {
+  EngineConfig c = Config(4 * kMiB);
+  c.repack = false;
+  auto plain = Engine::Create(Tiny(), c, nullptr, true);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const uint64_t file_resident = MappedFileResident(Tiny().path());
+  const uint64_t plain_weights = (*plain)->ledger().weights_bytes;
+  plain->reset();
+  c.repack = true;
+  auto e = Engine::Create(Tiny(), c, nullptr, true);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const WeightResidency w = (*e)->backend().Weights();
+  if (w.repacked == 0) {
+    GTEST_SKIP() << "the kernel set " << KernelSetName(ActiveKernelSet())
+                 << " has no packed kernel for Q8_0";
+  }
+  const RepackPlan plan = PlanRepack(Tiny(), ActiveKernelSet());
+  EXPECT_EQ(w.repacked, plan.packed_bytes);
+  EXPECT_EQ((*e)->ledger().weights_bytes, plain_weights - plan.file_bytes + plan.packed_bytes);
+  const uint64_t page = 4096;
+  const uint64_t slack = 2 * page * plan.matrices.size();
+  const uint64_t after = MappedFileResident(Tiny().path());
+  EXPECT_GT(file_resident, plan.file_bytes);
+  EXPECT_LE(after, file_resident - plan.file_bytes + slack)
+      << "file pages resident " << file_resident << " before, " << after << " after";
+  const std::string text = (*e)->memory_report().ToText();
+  EXPECT_NE(text.find("held by the CPU backend (repacked at load"), std::string::npos) << text;
+  EXPECT_NE((*e)->pool_summary().find("repacked"), std::string::npos) << (*e)->pool_summary();
 }
 
 }  // namespace

@@ -127,7 +127,48 @@ TEST(MemoryCli, RunReservesOneSequenceByDefault) {
   EXPECT_NE(r.err.find("KV pool: 1024 tokens in 64 blocks of 16"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sized for 1 sequence of max_model_len 1024"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("committed in"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("memory: weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("memory: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("paged in"), std::string::npos) << r.err;
+}
+
+// The CPU backend repacks the Q4_0 matrices at load (engine/cpu/repack.h), and plan applies the
+// same rule: on stories260K's Q4_0 copy (ffn_gate / ffn_up of 172 rows, so the packed bytes
+// include a padded last group of 8 rows) plan's weights equal the engine's, with and without
+// --no-repack, and differ from each other by that padding.
+TEST(MemoryCli, PlanCountsRepackedWeightsAsTheEngineHoldsThem) {
+  REQUIRE_BIN();
+  PINFER_REQUIRE_MODEL(stories, "stories260K.gguf");
+  const std::string dir = testing::TempDir("memory_cli_repack");
+  const std::string q4 = dir + "/stories-q4_0.gguf";
+  CommandResult q = Pinfer(bin, {"quantize", stories, q4, "q4_0"});
+  ASSERT_EQ(q.rc, 0) << q.err;
+  std::map<bool, json> weights;
+  bool repacked = false;
+  for (bool repack : {true, false}) {
+    const std::string report = dir + (repack ? "/on.json" : "/off.json");
+    std::vector<std::string> flags = {"-m", q4, "-c", "128", "-t", "2"};
+    if (!repack) flags.push_back("--no-repack");
+    std::vector<std::string> plan = {"plan", "--device", "cpu", "--json"};
+    std::vector<std::string> run = {"run", "-n", "4", "--temp", "0", "--memory-report-json",
+                                    report};
+    plan.insert(plan.end(), flags.begin(), flags.end());
+    run.insert(run.end(), flags.begin(), flags.end());
+    CommandResult p = Pinfer(bin, plan);
+    ASSERT_EQ(p.rc, 0) << p.err;
+    CommandResult r = Pinfer(bin, run);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    if (repack) repacked = r.err.find("repacked") != std::string::npos;
+    const json ran = ReadJson(report);
+    ASSERT_TRUE(ran.is_object()) << r.err;
+    EXPECT_EQ(json::parse(p.out)["weights_bytes"], ran["ledger"]["weights_bytes"])
+        << "repack " << repack;
+    weights[repack] = ran["ledger"]["weights_bytes"];
+  }
+  if (repacked) {
+    EXPECT_GT(weights[true].get<uint64_t>(), weights[false].get<uint64_t>());
+  } else {
+    EXPECT_EQ(weights[true], weights[false]);
+  }
 }
 
 TEST(MemoryCli, MlockLocksOrSaysWhyNot) {

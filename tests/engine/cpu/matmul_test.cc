@@ -12,7 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "engine/cpu/repack.h"
 #include "gtest/gtest.h"
+#include "loaders/kernel_set.h"
 #include "loaders/quants.h"
 
 namespace pinfer {
@@ -157,6 +160,68 @@ TEST(MatMul, ThreadCountDoesNotChangeResults) {
   ASSERT_TRUE(MatMul(m.w, x.data(), 9, y1.data(), one, **ws).ok());
   ASSERT_TRUE(MatMul(m.w, x.data(), 9, y4.data(), four, **ws).ok());
   ASSERT_EQ(std::memcmp(y1.data(), y4.data(), y1.size() * sizeof(float)), 0);
+}
+
+// A matrix repacked into 8-row groups (w.packed, engine/cpu/repack.h) takes the packed kernel
+// and gives every token the floats of the file's layout bit for bit (Q4_0, Q4_1, Q8_0 and the
+// K-quants, where the set has their packed kernels: both follow the row dots' per-block order),
+// whatever the batch and the threads: rows not a multiple of 8 (a padded last group), 1, 2 and 19
+// tokens, 1 and 2 threads, with an input permutation too.
+TEST(MatMul, PackedMatricesGiveTheFileLayoutsFloatsBitForBit) {
+  constexpr int64_t kRows = 45, kCols = 256;
+  constexpr int kMaxTokens = 19;
+  int checked = 0;
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ8_0, GgmlType::kQ4_K,
+                     GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    const PackedKernel k = PackedKernelFor(ActiveKernelSet(), t);
+    if (k.dot == nullptr) continue;
+    for (bool permuted : {false, true}) {
+      OwnedMatrix m = RandomMatrix(t, kRows, kCols, permuted, 21);
+      std::vector<uint8_t> packed(k.bytes(t, kRows, kCols));
+      k.pack(t, m.data.data(), m.w.row_bytes, kRows, kCols, packed.data());
+      WeightMatrix pw = m.w;
+      pw.packed = packed.data();
+      std::vector<float> x(kMaxTokens * kCols);
+      std::mt19937 rng(4);
+      std::normal_distribution<float> gauss(0.0f, 1.0f);
+      for (float& v : x) v = gauss(rng);
+      // Every token alone on one thread: the reference of the packed path.
+      std::vector<float> alone(kMaxTokens * kRows);
+      {
+        ThreadPool one(1);
+        auto ws = CpuWorkspace::ForMatMul(kCols, 1, 1);
+        ASSERT_TRUE(ws.ok()) << ws.status();
+        for (int tok = 0; tok < kMaxTokens; ++tok) {
+          ASSERT_TRUE(
+              MatMul(pw, x.data() + tok * kCols, 1, alone.data() + tok * kRows, one, **ws).ok());
+        }
+      }
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        auto ws = CpuWorkspace::ForMatMul(kCols, kMaxTokens, threads);
+        ASSERT_TRUE(ws.ok()) << ws.status();
+        for (int n : {1, 2, kMaxTokens}) {
+          std::vector<float> want(n * kRows, -1.0f), got(n * kRows, -2.0f);
+          ASSERT_TRUE(MatMul(m.w, x.data(), n, want.data(), pool, **ws).ok());
+          ASSERT_TRUE(MatMul(pw, x.data(), n, got.data(), pool, **ws).ok());
+          for (size_t i = 0; i < want.size(); ++i) {
+            auto where = [&] {
+              return absl::StrCat(std::string(GgmlTypeInfoOf(t).name), permuted ? " permuted" : "",
+                                  " threads ", threads, " tokens ", n, " token ", i / kRows,
+                                  " row ", i % kRows, ": ", want[i], " vs ", got[i]);
+            };
+            ASSERT_TRUE(SameBits(alone[i], got[i])) << where() << " (alone " << alone[i] << ")";
+            ASSERT_TRUE(SameBits(want[i], got[i])) << where();
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  if (checked == 0) {
+    GTEST_SKIP() << "the kernel set " << KernelSetName(ActiveKernelSet())
+                 << " has no packed kernels";
+  }
 }
 
 // The workspace is the only scratch: one too small for the batch, the matrix or the threads
