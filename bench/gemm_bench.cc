@@ -26,35 +26,12 @@
 namespace pinfer {
 namespace {
 
+using bench::Activations;
+using bench::ActRowBytes;
 using bench::kCols;
 using bench::kRows;
 using bench::Matrix;
 using bench::WeightsOf;
-
-// The K-quants take Q8_K activations, the 32-value formats Q8A.
-bool IsKQuant(GgmlType t) {
-  return t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
-}
-int64_t ActRowBytes(GgmlType t) {
-  return IsKQuant(t) ? quants::Q8KRowBytes(kCols) : quants::Q8ARowBytes(kCols);
-}
-
-std::vector<uint8_t> Activations(GgmlType type, int n_tok) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> gauss(0.0f, 1.0f);
-  std::vector<float> x(kCols);
-  const int64_t act_row = ActRowBytes(type);
-  std::vector<uint8_t> acts(act_row * n_tok);
-  for (int t = 0; t < n_tok; ++t) {
-    for (float& v : x) v = gauss(rng);
-    if (IsKQuant(type)) {
-      quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + t * act_row, kCols);
-    } else {
-      quants::ScalarQ8AKernels().quantize(x.data(), acts.data() + t * act_row, kCols);
-    }
-  }
-  return acts;
-}
 
 void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));

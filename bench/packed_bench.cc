@@ -26,19 +26,6 @@ using bench::kRows;
 using bench::Matrix;
 using bench::WeightsOf;
 
-std::vector<uint8_t> Activations(int n_tok) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> gauss(0.0f, 1.0f);
-  std::vector<float> x(kCols);
-  const int64_t act_row = quants::Q8ARowBytes(kCols);
-  std::vector<uint8_t> acts(act_row * n_tok);
-  for (int t = 0; t < n_tok; ++t) {
-    for (float& v : x) v = gauss(rng);
-    quants::ScalarQ8AKernels().quantize(x.data(), acts.data() + t * act_row, kCols);
-  }
-  return acts;
-}
-
 // The matrix packed, or (copies > 1) copies of it one below the other: 8 copies (75 MB of Q4_0,
 // 143 MB of Q8_0) are past the 32 MB L3 here, so the kernel reads them from DRAM, as decode
 // reads a model's weights.
@@ -68,7 +55,7 @@ void BM_PackedGemm(benchmark::State& state, quants::PackedDotFn dot, GgmlType t,
                    int copies) {
   const std::vector<uint8_t>& w = PackedOf(t, copies);
   const int64_t rows = kRows * copies;
-  const std::vector<uint8_t> acts = Activations(n_tok);
+  const std::vector<uint8_t> acts = bench::Activations(t, n_tok);
   std::vector<float> y(rows * n_tok);
   for (auto _ : state) {
     dot(w.data(), rows, acts.data(), quants::Q8ARowBytes(kCols), n_tok, kCols, y.data(), rows);
@@ -80,7 +67,7 @@ void BM_PackedGemm(benchmark::State& state, quants::PackedDotFn dot, GgmlType t,
 
 void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
-  const std::vector<uint8_t> acts = Activations(n_tok);
+  const std::vector<uint8_t> acts = bench::Activations(t, n_tok);
   std::vector<float> y(kRows * n_tok);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; ++r)

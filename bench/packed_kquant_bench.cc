@@ -31,19 +31,6 @@ using bench::kRows;
 using bench::Matrix;
 using bench::WeightsOf;
 
-std::vector<uint8_t> Activations(int n_tok) {
-  std::mt19937 rng(7);
-  std::normal_distribution<float> gauss(0.0f, 1.0f);
-  std::vector<float> x(kCols);
-  const int64_t act_row = quants::Q8KRowBytes(kCols);
-  std::vector<uint8_t> acts(act_row * n_tok);
-  for (int t = 0; t < n_tok; ++t) {
-    for (float& v : x) v = gauss(rng);
-    quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + t * act_row, kCols);
-  }
-  return acts;
-}
-
 void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
   state.counters["op/s"] = benchmark::Counter(
@@ -53,7 +40,7 @@ void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
 
 void BM_Row(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
-  const std::vector<uint8_t> acts = Activations(n_tok);
+  const std::vector<uint8_t> acts = bench::Activations(t, n_tok);
   const int64_t act_row = quants::Q8KRowBytes(kCols);
   std::vector<float> y(kRows * n_tok);
   for (auto _ : state) {
@@ -67,7 +54,7 @@ void BM_Row(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok
 
 void BM_Tile(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
-  const std::vector<uint8_t> acts = Activations(n_tok);
+  const std::vector<uint8_t> acts = bench::Activations(t, n_tok);
   const int64_t act_row = quants::Q8KRowBytes(kCols);
   std::vector<float> y(kRows * n_tok);
   for (auto _ : state) {
@@ -90,7 +77,7 @@ void BM_Packed(benchmark::State& state, quants::PackedDotFn dot, GgmlType t, int
     quants::PackKRows(t, w.data.data(), static_cast<int64_t>(w.row_bytes), kRows, kCols,
                       packed.data() + c * bytes);
   }
-  const std::vector<uint8_t> acts = Activations(n_tok);
+  const std::vector<uint8_t> acts = bench::Activations(t, n_tok);
   const int64_t act_row = quants::Q8KRowBytes(kCols);
   std::vector<float> y(kRows * n_tok);
   int c = 0;

@@ -12,6 +12,8 @@
 
 #include "loaders/ggml_types.h"
 #include "loaders/quants.h"
+#include "loaders/quants_q8a.h"
+#include "loaders/quants_q8k.h"
 
 namespace pinfer::bench {
 
@@ -45,6 +47,35 @@ inline const Matrix& WeightsOf(GgmlType t) {
   }
   cache.emplace_back(t, std::move(m));
   return cache.back().second;
+}
+
+// The K-quants take Q8_K activations, the 32-value formats Q8A.
+inline bool IsKQuant(GgmlType t) {
+  return t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+}
+
+// Bytes of one token's activation row for weights of type t.
+inline int64_t ActRowBytes(GgmlType t) {
+  return IsKQuant(t) ? quants::Q8KRowBytes(kCols) : quants::Q8ARowBytes(kCols);
+}
+
+// n_tok token rows of kCols Gaussian values (seed 7), quantized by the scalar quantizer of the
+// activation format that weights of type t take.
+inline std::vector<uint8_t> Activations(GgmlType t, int n_tok) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  std::vector<float> x(kCols);
+  const int64_t act_row = ActRowBytes(t);
+  std::vector<uint8_t> acts(act_row * n_tok);
+  for (int i = 0; i < n_tok; ++i) {
+    for (float& v : x) v = gauss(rng);
+    if (IsKQuant(t)) {
+      quants::ScalarKQuantKernels().quantize_q8k(x.data(), acts.data() + i * act_row, kCols);
+    } else {
+      quants::ScalarQ8AKernels().quantize(x.data(), acts.data() + i * act_row, kCols);
+    }
+  }
+  return acts;
 }
 
 }  // namespace pinfer::bench
