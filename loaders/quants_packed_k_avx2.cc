@@ -28,10 +28,12 @@ namespace {
 
 // Register blocks measured on packed_kquant_bench's 4096 x 4096 x 512 tokens (one core, load
 // about 4, CPU time): Q4_K 3 tokens split 177 Gop/s, 5 / 6 / 7 / 8 unsplit 236 / 241 / 232 / 213;
-// Q6_K 4 / 5 / 6 tokens 173 / 183 / 177.
+// Q6_K 4 / 5 / 6 tokens 173 / 183 / 177. With kPin and the unrolled prefill loops (Zen 3, 64
+// tokens, callgrind instructions per pass): Q6_K 5 tokens 206 M, 6 tokens 194 M.
 struct Avx2V : Ymm {
-  static constexpr int kTok = 6, kTok6 = 5, kSplitTok = 3, kQuadTok6 = 1;
+  static constexpr int kTok = 6, kTok6 = 6, kSplitTok = 3, kQuadTok6 = 1;
   static constexpr bool kI16 = true;  // sub-block sums as int16 (quants_packed_k_simd.h's kRun)
+  static constexpr bool kPin = true;  // partial sums pinned to registers (quants_packed_k_simd.h)
   static I Mad16(I acc, I w, const uint8_t* a) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, Bcast(a)));
   }

@@ -193,6 +193,23 @@ constexpr int kRun = V::kI16 ? (kF == kQ4   ? 8
                                 : kF == kQ5 ? 4
                                             : 2)
                              : 8;
+// Policies with kPin (AVX2) keep the NT partial sums of a chain in registers step by step:
+// unpinned, GCC 12 computes many products ahead of their adds and spills them to the stack.
+template <class V, int NT>
+inline void Pin(typename V::I (&v)[NT]) {
+  if constexpr (requires { V::kPin; }) {
+    for (int t = 0; t < NT; ++t) asm("" : "+x"(v[t]));
+  }
+}
+// The block at p, as far as the compiler knows a different one (kPin policies): the prefill
+// paths load each code vector once per sub-block chain; unlaundered, GCC 12 keeps the vectors
+// of the chain before in stack slots instead of loading them again from L1.
+template <class V, typename Packed>
+inline const Packed& Relaunder(const Packed& p) {
+  const Packed* q = &p;
+  if constexpr (requires { V::kPin; }) asm("" : "+r"(q));
+  return *q;
+}
 template <class V>
 inline typename V::I PDot(typename V::I acc, typename V::I w, const uint8_t* a) {
   if constexpr (V::kI16) {
@@ -229,6 +246,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   using F = typename V::F;
   using Packed = typename PackedOf<kF>::Type;
   const Packed& p = *reinterpret_cast<const Packed*>(blk);
+  const Packed& p0 = p;  // the prefill loops below take p again from Relaunder<V>(p0)
   I sumi[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
   if constexpr (kF == kQ6) {
@@ -267,8 +285,11 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
       }
     } else {  // prefill: one sub-block's chains at a time (2 vectors per token: more tokens)
       for (int h = 0; h < 2; ++h) {
-        for (int q = 0; q < 4; ++q) {    // quarter q: ql half c = q % 2, nibble q / 2
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {  // quarter q: ql half c = q % 2, nibble q / 2
+#pragma GCC unroll 2
           for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
+            const Packed& p = Relaunder<V>(p0);
             const I sc = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
             I tmp[NT];
             for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
@@ -282,11 +303,13 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
               for (int t = 0; t < NT; ++t) {
                 tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
               }
+              Pin<V>(tmp);
               if ((kk + 1) % kRun<V, kF> == 0 || kk == 3) {
                 for (int t = 0; t < NT; ++t) {
                   sumi[t] = PFlush<V>(sumi[t], tmp[t], sc);
                   tmp[t] = V::Zero();
                 }
+                Pin<V>(sumi);
               }
             }
           }
@@ -331,7 +354,9 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
           }
         }
       } else {  // one sub-block at a time (fewer registers: more tokens)
+#pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
+          const Packed& p = Relaunder<V>(p0);
           const I s = half ? s1 : s0;
           I tmp[NT];
           for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
@@ -343,11 +368,13 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
             for (int t = 0; t < NT; ++t) {
               tmp[t] = PDot<V>(tmp[t], wq, a[t] + kQsOff + 64 * c + 32 * half + 4 * k);
             }
+            Pin<V>(tmp);
             if ((k + 1) % kRun<V, kF> == 0) {
               for (int t = 0; t < NT; ++t) {
                 sumi[t] = PFlush<V>(sumi[t], tmp[t], s);
                 tmp[t] = V::Zero();
               }
+              Pin<V>(sumi);
             }
           }
         }

@@ -183,7 +183,7 @@ TEST_P(PackedKernels, EveryPairIsTheContractsFloatsBitForBit) {
         std::vector<uint8_t> p(PackedBytes(t, rows, n));
         PackRows(t, w.data(), static_cast<int64_t>(rb), rows, n, p.data());
         std::vector<int> toks = {1, 2, 3, 5, 8, 13, 64};
-        if (n <= 64) toks.push_back(130);  // past two 64-token chunks
+        if (n <= 64) toks.push_back(130);  // past two token chunks (60 or 64 tokens)
         for (int n_tok : toks) {
           const int64_t stride = rows + 3;
           const float sentinel = -12345.5f;
