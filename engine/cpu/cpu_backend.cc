@@ -53,16 +53,12 @@ absl::Status CpuBackend::Repack(bool lock_memory) {
     const PackedKernel k = PackedKernelFor(ActiveKernelSet(), m->type);
     const int64_t group_bytes = k.group_bytes(m->type, m->cols);
     const int64_t n_groups = (m->rows + kPackedGroupRows - 1) / kPackedGroupRows;
-    const int64_t grain = (n_groups + pool_.size() - 1) / pool_.size();
-    pool_.ParallelFor(
-        n_groups,
-        [&](int64_t begin, int64_t end, int) {
-          const int64_t r0 = begin * kPackedGroupRows;
-          const int64_t r1 = std::min(m->rows, end * kPackedGroupRows);
-          k.pack(m->type, m->row(r0), static_cast<int64_t>(m->row_bytes), r1 - r0, m->cols,
-                 dst + begin * group_bytes);
-        },
-        grain);
+    pool_.ParallelFor(n_groups, [&](int64_t begin, int64_t end, int) {
+      const int64_t r0 = begin * kPackedGroupRows;
+      const int64_t r1 = std::min(m->rows, end * kPackedGroupRows);
+      k.pack(m->type, m->row(r0), static_cast<int64_t>(m->row_bytes), r1 - r0, m->cols,
+             dst + begin * group_bytes);
+    });
     // The file's layout of this matrix is no longer read: its pages go now, so resident
     // memory holds both layouts of one matrix at most.
     ReleaseFilePages(m->data, static_cast<size_t>(m->bytes()));
@@ -167,7 +163,8 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
   const int64_t items = static_cast<int64_t>(batch.size()) * c.n_kv_heads;
   const float* q = Buf(CpuBuffer::kQ);
   float* att = Buf(CpuBuffer::kAttnOut);
-  pool_.ParallelFor(
+  // Dynamic chunks of one (token, kv head): the tokens' contexts differ in length.
+  pool_.ParallelForDynamic(
       items,
       [&](int64_t begin, int64_t end, int thread) {
         float* scratch = ws_->Get(CpuBuffer::kAttentionScores, thread);

@@ -155,16 +155,11 @@ void MatMulPacked(const WeightMatrix& w, const float* x, int n_tokens, float* y,
   }
   const int64_t group_bytes = k.group_bytes(w.type, cols);
   const int64_t n_groups = (w.rows + kPackedGroupRows - 1) / kPackedGroupRows;
-  const int64_t grain = (n_groups + pool.size() - 1) / pool.size();
-  pool.ParallelFor(
-      n_groups,
-      [&](int64_t begin, int64_t end, int) {
-        const int64_t r0 = begin * kPackedGroupRows;
-        const int64_t r1 = std::min(w.rows, end * kPackedGroupRows);
-        k.dot(w.packed + begin * group_bytes, r1 - r0, acts, row_bytes, n_tokens, cols, y + r0,
-              w.rows);
-      },
-      grain);
+  pool.ParallelFor(n_groups, [&](int64_t begin, int64_t end, int) {
+    const int64_t r0 = begin * kPackedGroupRows;
+    const int64_t r1 = std::min(w.rows, end * kPackedGroupRows);
+    k.dot(w.packed + begin * group_bytes, r1 - r0, acts, row_bytes, n_tokens, cols, y + r0, w.rows);
+  });
 }
 
 }  // namespace
