@@ -185,10 +185,8 @@ absl::Status CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache,
   const int n = batch.size();
   const float* xb = Buf(CpuBuffer::kNormed);
   float *qb = Buf(CpuBuffer::kQ), *kb = Buf(CpuBuffer::kK), *vb = Buf(CpuBuffer::kV);
-  const std::pair<const WeightMatrix*, float*> qkv[] = {{&L.wq, qb}, {&L.wk, kb}, {&L.wv, vb}};
-  for (const auto& [m, y] : qkv) {
-    if (absl::Status s = MatMul(Mat(*m), xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
-  }
+  const MatMulTarget qkv[] = {{&Mat(L.wq), qb}, {&Mat(L.wk), kb}, {&Mat(L.wv), vb}};
+  if (absl::Status s = MatMulSameInput(qkv, xb, n, pool_, *ws_, matmul_); !s.ok()) return s;
   const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const KvDtype kv_dtype = cache.config().dtype;
   for (int t = 0; t < n; ++t) {
@@ -285,10 +283,8 @@ absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l)
   }
   AddResidual(n, L.attn_post_norm);
   NormInto(n, L.ffn_norm);
-  const std::pair<const WeightMatrix*, float*> ffn[] = {{&L.w_gate, gate}, {&L.w_up, up}};
-  for (const auto& [m, y] : ffn) {
-    if (absl::Status s = MatMul(Mat(*m), xb, n, y, pool_, *ws_, matmul_); !s.ok()) return s;
-  }
+  const MatMulTarget ffn[] = {{&Mat(L.w_gate), gate}, {&Mat(L.w_up), up}};
+  if (absl::Status s = MatMulSameInput(ffn, xb, n, pool_, *ws_, matmul_); !s.ok()) return s;
   if (c.ffn_act == FfnActivation::kGeluTanh) {
     GeGlu(gate, up, (int64_t)n * c.n_ff);
   } else {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "engine/cpu/repack.h"
@@ -93,72 +95,154 @@ Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
 constexpr int64_t kInt8TilesPerBlock = 4;
 constexpr int64_t kInt8ChunkBytes = 192 << 10;
 
-// The 8-bit path (see matmul.h): quantize each token's row once, then every weight row against
-// all of them. The workspace's matmul inputs hold 4 bytes per value; a quantized row, at most
-// 1.25 (32-value blocks of 40 bytes; Q8_K: 292 bytes per 256).
-void MatMulInt8(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
-                const CpuWorkspace& ws, const Int8Kernel& k) {
-  const int64_t cols = w.cols;
-  const int64_t row_bytes = k.row_bytes(cols);
-  auto* acts = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
-  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
-  for (int t = 0; t < n_tokens; ++t) {
-    const float* xt = x + t * cols;
-    if (!w.input_perm.empty()) {
-      Gather(w, xt, gathered);
-      xt = gathered;
+// One matrix of a shared-input call on the 8-bit or the packed path, resolved to its kernels;
+// its rows go in units (8-row groups packed, kMatMulTileRows-row tiles otherwise), the split's
+// granularity.
+struct Part {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+  PackedKernel packed;  // packed.dot set: the packed path
+  Int8Kernel int8;
+  quants::ActQuantFn quantize = nullptr;
+  int64_t act_row_bytes = 0;
+  uint8_t* acts = nullptr;  // the tokens' quantized rows, act_row_bytes apart
+  int64_t unit_rows = 0, units = 0, unit_bytes = 0;
+};
+
+// Resolves w's kernels on the 8-bit or packed path; false for the float path.
+bool ResolvePart(const WeightMatrix& w, float* y, const MatMulOptions& o, Part* p) {
+  p->w = &w;
+  p->y = y;
+  if (w.packed != nullptr && !o.float_activations) {
+    p->packed = PackedKernelFor(ActiveKernelSet(), w.type);
+    if (p->packed.dot != nullptr) {
+      p->quantize = p->packed.quantize;
+      p->act_row_bytes = p->packed.act_row_bytes(w.cols);
+      p->unit_rows = kPackedGroupRows;
+      p->unit_bytes = p->packed.group_bytes(w.type, w.cols);
+      p->units = (w.rows + kPackedGroupRows - 1) / kPackedGroupRows;
+      return true;
     }
-    k.quantize(xt, acts + t * row_bytes, cols);
   }
-  const int64_t n_tiles = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;
-  if (k.tile != nullptr && n_tokens > 1) {  // the tiled kernel blocks rows x tokens itself
-    pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int) {
-      const int64_t r0 = begin * kMatMulTileRows, r1 = std::min(w.rows, end * kMatMulTileRows);
-      k.tile(w.row(r0), static_cast<int64_t>(w.row_bytes), static_cast<int>(r1 - r0), acts,
-             row_bytes, n_tokens, cols, y + r0, w.rows);
-    });
+  p->int8 = Int8KernelFor(w.type, o);
+  if (p->int8.dot == nullptr) return false;
+  p->quantize = p->int8.quantize;
+  p->act_row_bytes = p->int8.row_bytes(w.cols);
+  p->unit_rows = kMatMulTileRows;
+  p->unit_bytes = kMatMulTileRows * static_cast<int64_t>(w.row_bytes);
+  p->units = (w.rows + kMatMulTileRows - 1) / kMatMulTileRows;
+  return true;
+}
+
+// Units [u0, u1) of part p against all the tokens: the same kernel calls as MatMul of the
+// matrix alone makes (each y element depends only on its row and token, not on the range).
+void RunUnits(const Part& p, int64_t u0, int64_t u1, int n_tokens) {
+  const WeightMatrix& w = *p.w;
+  const int64_t cols = w.cols, row_bytes = p.act_row_bytes;
+  const int64_t r0 = u0 * p.unit_rows, r1 = std::min(w.rows, u1 * p.unit_rows);
+  if (r0 >= r1) return;
+  if (p.packed.dot != nullptr) {
+    p.packed.dot(w.packed + u0 * p.unit_bytes, r1 - r0, p.acts, row_bytes, n_tokens, cols, p.y + r0,
+                 w.rows);
+    return;
+  }
+  if (p.int8.tile != nullptr && n_tokens > 1) {  // the tiled kernel blocks rows x tokens itself
+    p.int8.tile(w.row(r0), static_cast<int64_t>(w.row_bytes), static_cast<int>(r1 - r0), p.acts,
+                row_bytes, n_tokens, cols, p.y + r0, w.rows);
     return;
   }
   const int chunk =
       static_cast<int>(std::clamp<int64_t>(kInt8ChunkBytes / row_bytes / 4 * 4, 4, 64));
-  pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int) {
-    for (int64_t tile = begin; tile < end; tile += kInt8TilesPerBlock) {
-      const int64_t r0 = tile * kMatMulTileRows;
-      const int64_t r1 =
-          std::min(w.rows, std::min(end, tile + kInt8TilesPerBlock) * kMatMulTileRows);
-      for (int t0 = 0; t0 < n_tokens; t0 += chunk) {
-        const int nt = std::min(chunk, n_tokens - t0);
-        for (int64_t r = r0; r < r1; ++r) {
-          k.dot(w.row(r), acts + t0 * row_bytes, row_bytes, nt, cols, y + t0 * w.rows + r, w.rows);
-        }
+  for (int64_t tile = u0; tile < u1; tile += kInt8TilesPerBlock) {
+    const int64_t b0 = tile * kMatMulTileRows;
+    const int64_t b1 = std::min(w.rows, std::min(u1, tile + kInt8TilesPerBlock) * kMatMulTileRows);
+    for (int t0 = 0; t0 < n_tokens; t0 += chunk) {
+      const int nt = std::min(chunk, n_tokens - t0);
+      for (int64_t r = b0; r < b1; ++r) {
+        p.int8.dot(w.row(r), p.acts + t0 * row_bytes, row_bytes, nt, cols, p.y + t0 * w.rows + r,
+                   w.rows);
       }
     }
-  });
+  }
 }
 
-// The packed path (see matmul.h): each token's row quantized once as the packed kernel takes
-// it, then even splits of whole 8-row groups, each worker's groups against all the tokens in
-// one kernel call (the kernel blocks tokens itself).
-void MatMulPacked(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
-                  const CpuWorkspace& ws, const PackedKernel& k) {
-  const int64_t cols = w.cols;
-  const int64_t row_bytes = k.act_row_bytes(cols);
-  auto* acts = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
-  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
-  for (int t = 0; t < n_tokens; ++t) {
-    const float* xt = x + t * cols;
-    if (!w.input_perm.empty()) {
-      Gather(w, xt, gathered);
-      xt = gathered;
+// The parts' quantized activations in kMatMulInput: parts with the same quantizer, row bytes
+// and input order share one set, each set quantized once. False (nothing written) when the
+// sets do not fit the buffer (then each matrix goes alone); one set always fits (CheckWorkspace:
+// the buffer holds 4 bytes per input value, a quantized row at most 1.25).
+bool QuantizeShared(std::span<Part> parts, const float* x, int n_tokens, const CpuWorkspace& ws) {
+  auto* base = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
+  const uint64_t capacity = ws.bytes_per_copy(CpuBuffer::kMatMulInput);
+  uint64_t used = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Part& p = parts[i];
+    bool shared = false;
+    for (size_t j = 0; j < i && !shared; ++j) {
+      const Part& q = parts[j];
+      if (q.quantize == p.quantize && q.act_row_bytes == p.act_row_bytes &&
+          q.w->cols == p.w->cols && q.w->input_perm == p.w->input_perm) {
+        p.acts = q.acts;
+        shared = true;
+      }
     }
-    k.quantize(xt, acts + t * row_bytes, cols);
+    if (shared) continue;
+    used = (used + 63) / 64 * 64;  // each set on its own cache lines; the first at 0
+    const uint64_t bytes = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(p.act_row_bytes);
+    if (used + bytes > capacity) return false;
+    p.acts = base + used;
+    used += bytes;
   }
-  const int64_t group_bytes = k.group_bytes(w.type, cols);
-  const int64_t n_groups = (w.rows + kPackedGroupRows - 1) / kPackedGroupRows;
-  pool.ParallelFor(n_groups, [&](int64_t begin, int64_t end, int) {
-    const int64_t r0 = begin * kPackedGroupRows;
-    const int64_t r1 = std::min(w.rows, end * kPackedGroupRows);
-    k.dot(w.packed + begin * group_bytes, r1 - r0, acts, row_bytes, n_tokens, cols, y + r0, w.rows);
+  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Part& p = parts[i];
+    bool done = false;
+    for (size_t j = 0; j < i && !done; ++j) done = parts[j].acts == p.acts;
+    if (done) continue;
+    uint8_t* acts = p.acts;
+    const int64_t cols = p.w->cols;
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = x + t * cols;
+      if (!p.w->input_perm.empty()) {
+        Gather(*p.w, xt, gathered);
+        xt = gathered;
+      }
+      p.quantize(xt, acts + t * p.act_row_bytes, cols);
+    }
+  }
+  return true;
+}
+
+// Where the byte offset b of the parts' combined weights falls, rounded to the nearest unit
+// boundary: (part, unit). Adjacent threads round their shared boundary the same way, so the
+// shares tile the parts exactly.
+std::pair<size_t, int64_t> UnitAt(std::span<const Part> parts, int64_t b) {
+  for (size_t j = 0; j < parts.size(); ++j) {
+    const int64_t bytes = parts[j].units * parts[j].unit_bytes;
+    if (b < bytes) {
+      const int64_t u = (b + parts[j].unit_bytes / 2) / parts[j].unit_bytes;
+      return u < parts[j].units ? std::pair{j, u} : std::pair{j + 1, int64_t{0}};
+    }
+    b -= bytes;
+  }
+  return {parts.size(), 0};
+}
+
+// All the parts' units in one ParallelFor: thread i takes the units whose weights lie in the
+// i-th of size() equal byte ranges of the parts' combined weights.
+void RunParts(std::span<const Part> parts, int n_tokens, ThreadPool& pool) {
+  int64_t total = 0;
+  for (const Part& p : parts) total += p.units * p.unit_bytes;
+  const int threads = pool.size();
+  pool.ParallelFor(threads, [&](int64_t begin, int64_t end, int) {
+    for (int64_t i = begin; i < end; ++i) {
+      auto [j0, u0] = UnitAt(parts, total * i / threads);
+      const auto [j1, u1] = i + 1 == threads ? std::pair{parts.size(), int64_t{0}}
+                                             : UnitAt(parts, total * (i + 1) / threads);
+      for (size_t j = j0; j <= j1 && j < parts.size(); ++j) {
+        const int64_t from = j == j0 ? u0 : 0, to = j == j1 ? u1 : parts[j].units;
+        if (from < to) RunUnits(parts[j], from, to, n_tokens);
+      }
+    }
   });
 }
 
@@ -171,14 +255,9 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o) {
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
                     const CpuWorkspace& ws, const MatMulOptions& o) {
   if (absl::Status s = CheckWorkspace(w, n_tokens, pool, ws); !s.ok()) return s;
-  if (w.packed != nullptr && !o.float_activations) {
-    if (const PackedKernel k = PackedKernelFor(ActiveKernelSet(), w.type); k.dot != nullptr) {
-      MatMulPacked(w, x, n_tokens, y, pool, ws, k);
-      return absl::OkStatus();
-    }
-  }
-  if (const Int8Kernel k = Int8KernelFor(w.type, o); k.dot != nullptr) {
-    MatMulInt8(w, x, n_tokens, y, pool, ws, k);
+  if (Part p; ResolvePart(w, y, o, &p)) {
+    QuantizeShared(std::span<Part>(&p, 1), x, n_tokens, ws);  // one set always fits
+    RunParts(std::span<const Part>(&p, 1), n_tokens, pool);
     return absl::OkStatus();
   }
   const bool permuted = !w.input_perm.empty();
@@ -227,6 +306,29 @@ absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* 
       DotF32Tile(wl, cols, static_cast<int>(r1 - r0), xl, cols, n_tokens, cols, y + r0, w.rows);
     }
   });
+  return absl::OkStatus();
+}
+
+absl::Status MatMulSameInput(std::span<const MatMulTarget> targets, const float* x, int n_tokens,
+                             ThreadPool& pool, const CpuWorkspace& ws, const MatMulOptions& o) {
+  constexpr size_t kMaxParts = 4;
+  for (const MatMulTarget& t : targets) {
+    if (absl::Status s = CheckWorkspace(*t.w, n_tokens, pool, ws); !s.ok()) return s;
+  }
+  Part parts[kMaxParts];
+  bool fused = targets.size() <= kMaxParts && n_tokens > 0;
+  for (size_t i = 0; fused && i < targets.size(); ++i) {
+    fused = ResolvePart(*targets[i].w, targets[i].y, o, &parts[i]) &&
+            targets[i].w->cols == targets[0].w->cols;
+  }
+  if (fused) fused = QuantizeShared(std::span<Part>(parts, targets.size()), x, n_tokens, ws);
+  if (fused) {
+    RunParts(std::span<const Part>(parts, targets.size()), n_tokens, pool);
+    return absl::OkStatus();
+  }
+  for (const MatMulTarget& t : targets) {  // the float path, or sets that do not fit
+    if (absl::Status s = MatMul(*t.w, x, n_tokens, t.y, pool, ws, o); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 

@@ -1,6 +1,8 @@
 // Y = X W^T against a weight matrix in its storage type.
 #pragma once
 
+#include <span>
+
 #include "absl/status/status.h"
 #include "engine/cpu/cpu_workspace.h"
 #include "engine/cpu/thread_pool.h"
@@ -51,5 +53,23 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 // threads (y is then untouched).
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
                     const CpuWorkspace& ws, const MatMulOptions& o = {});
+
+// One matrix of a MatMulSameInput call and its output, [n_tokens x w->rows] floats.
+struct MatMulTarget {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+};
+
+// Y_j = X W_j^T for up to 4 matrices that take the same input (a layer's Q, K and V; its gate
+// and up), every y_j element bit for bit what MatMul(*w_j, x, n_tokens, y_j, ...) gives (the
+// same kernels on the same quantized rows), in one ParallelFor instead of one per matrix:
+// the 8-bit activations are quantized once per distinct quantizer (same format family, input
+// order and width), and the matrices' row units (packed 8-row groups, 16-row tiles) are split
+// into size() ranges of equal weight bytes, so each thread streams an equal share of the
+// combined weights. Falls back to one MatMul per matrix (the same floats) when a matrix is on
+// the float path, the widths differ, or the quantized sets do not fit kMatMulInput. Workspace
+// errors as MatMul's, checked for every matrix before any y is written.
+absl::Status MatMulSameInput(std::span<const MatMulTarget> targets, const float* x, int n_tokens,
+                             ThreadPool& pool, const CpuWorkspace& ws, const MatMulOptions& o = {});
 
 }  // namespace pinfer
