@@ -90,6 +90,15 @@ bool CpuRunsNeon() {
 #endif
 }
 
+bool CpuRunsNeonDotProd() {
+#if defined(__aarch64__) && defined(__linux__)
+  static const bool dot = CpuRunsNeon() && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+  return dot;
+#else
+  return false;
+#endif
+}
+
 bool KernelSetRuns(KernelSet s) {
   switch (s) {
     case KernelSet::kScalar:

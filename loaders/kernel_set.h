@@ -46,6 +46,9 @@ inline bool UsesAvx2Kernels(KernelSet s) {
 }
 // Whether this CPU runs AArch64 NEON code: false on other architectures.
 bool CpuRunsNeon();
+// Whether this CPU has AArch64's dot-product extension (SDOT / UDOT, HWCAP_ASIMDDP): the NEON
+// packed kernels (quants_packed.h, quants_packed_k.h) choose their SDOT path by it.
+bool CpuRunsNeonDotProd();
 
 // Whether this build has set s and this CPU runs it (scalar: always).
 bool KernelSetRuns(KernelSet s);

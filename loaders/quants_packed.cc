@@ -141,6 +141,10 @@ const PackedQ8AKernels* PackedQ8AKernelsFor(KernelSet s) {
       return AvxVnniPackedQ8AKernels();
     case KernelSet::kAvx512Vnni:
       return Avx512VnniPackedQ8AKernels();
+#if defined(__aarch64__)
+    case KernelSet::kNeon:
+      return NeonPackedQ8AKernels();
+#endif
     default:
       return nullptr;
   }

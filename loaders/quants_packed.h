@@ -95,6 +95,11 @@ const PackedQ8AKernels* Avx2PackedQ8AKernels();
 const PackedQ8AKernels* AvxVnniPackedQ8AKernels();
 // AVX-512 F/BW/VL/VNNI (512-bit vpdpbusd, 16 rows per register); null where not built.
 const PackedQ8AKernels* Avx512VnniPackedQ8AKernels();
+#if defined(__aarch64__)
+// NEON: SDOT by element where the CPU has the dot-product extension, widening multiplies
+// otherwise (AArch64 builds only: PackedQ8AKernelsFor(KernelSet::kNeon) is null elsewhere).
+const PackedQ8AKernels* NeonPackedQ8AKernels();
+#endif
 // The table of set s; null: this set has no packed kernels.
 const PackedQ8AKernels* PackedQ8AKernelsFor(KernelSet s);
 // The entry of type t in k; null for a type without one.

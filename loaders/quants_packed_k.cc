@@ -1,5 +1,5 @@
 // quants_packed_k.h's layout (packing, unpacking) and the kernel table of each set. Baseline
-// code: the kernels live in quants_packed_k_{scalar,avx2,avxvnni,avx512vnni}.cc.
+// code: the kernels live in quants_packed_k_{scalar,avx2,avxvnni,avx512vnni,neon}.cc.
 #include "loaders/quants_packed_k.h"
 
 #include <cstddef>
@@ -165,6 +165,10 @@ const PackedKQuantKernels* PackedKQuantKernelsFor(KernelSet s) {
       return AvxVnniPackedKQuantKernels();
     case KernelSet::kAvx512Vnni:
       return Avx512VnniPackedKQuantKernels();
+#if defined(__aarch64__)
+    case KernelSet::kNeon:
+      return NeonPackedKQuantKernels();
+#endif
     default:
       return nullptr;
   }

@@ -101,7 +101,7 @@ void UnpackKRow(GgmlType t, const void* packed, int64_t r, int64_t n, void* dst)
 // take these types too (they call the functions above). The kernels have quants_packed.h's
 // PackedDotFn shape.
 struct PackedKQuantKernels {
-  const char* name;  // "scalar", "avx2", "avxvnni", "avx512vnni"
+  const char* name;  // "scalar", "avx2", "avxvnni", "avx512vnni", "neon"
   PackedDotFn q4_k, q5_k, q6_k;
 };
 
@@ -114,9 +114,14 @@ const PackedKQuantKernels* AvxVnniPackedKQuantKernels();
 // AVX-512 F/BW/VL/VNNI: 16 rows (two groups) per 512-bit vector; null off x86-64. The caller
 // checks the CPU (kernel_set.h's CpuRunsAvx512Vnni).
 const PackedKQuantKernels* Avx512VnniPackedKQuantKernels();
+#if defined(__aarch64__)
+// NEON: SDOT by element where the CPU has the dot-product extension, widening multiplies
+// otherwise (AArch64 builds only: PackedKQuantKernelsFor(KernelSet::kNeon) is null elsewhere).
+const PackedKQuantKernels* NeonPackedKQuantKernels();
+#endif
 
 // The packed kernels of kernel set s (scalar: the reference, as quants_packed.h's Q8A table),
-// or null where s has none (NEON: its row kernels stay in use).
+// or null where this build has none for s (the neon set off AArch64).
 const PackedKQuantKernels* PackedKQuantKernelsFor(KernelSet s);
 // The entry of type t in k; null for a type without one.
 PackedDotFn PackedKDot(const PackedKQuantKernels& k, GgmlType t);

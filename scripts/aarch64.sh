@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${AARCH64_BUILD_DIR:-build-aarch64}
 # The tests that run under emulation (each a target of the same name).
 TESTS=(quants_test quants_kernels_test quants_layout_test quants_q8a_test quants_q8k_test quants_tile_test
-  matmul_test kv_codec_test attention_kernels_test attention_test stories_test)
+  quants_packed_test quants_packed_k_test matmul_test repack_test kv_codec_test attention_kernels_test
+  attention_test stories_test)
 # CPUs the tests run on: qemu's "max" (all extensions) and a Cortex-A53 (no dot product), so
 # both sides of each run-time CPU check run. All of TESTS on both: about 18 s each here.
 CPUS=(max cortex-a53)

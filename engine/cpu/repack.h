@@ -4,8 +4,8 @@
 // ledger ask the same rule (PlanRepack) so the weights line counts what the backend will hold.
 //
 // The rule: a matrix is repacked when its type has a packed layout and the kernel set
-// (loaders/kernel_set.h) a packed kernel for it (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K in the x86
-// sets and the scalar reference; none on NEON yet), its rows are whole blocks, and it is not
+// (loaders/kernel_set.h) a packed kernel for it (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K in every
+// set: scalar, the x86 sets and NEON), its rows are whole blocks, and it is not
 // tok_embd (looked up row by row) nor an output matrix tied to tok_embd (its packed copy would
 // sit beside the embedding rows, which stay), nor a matrix the Model owns (GPTQ/AWQ layers
 // repacked to Q4_1 at load: their buffer could not be released, so a packed copy would double

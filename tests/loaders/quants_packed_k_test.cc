@@ -88,6 +88,7 @@ std::vector<Set> AllSets() {
       {AvxVnniPackedKQuantKernels(), CpuRunsAvxVnni(), "this CPU has no AVX-VNNI"},
       {Avx512VnniPackedKQuantKernels(), CpuRunsAvx512Vnni(),
        "this CPU has no AVX-512 F/BW/VL/VNNI"},
+      {PackedKQuantKernelsFor(KernelSet::kNeon), CpuRunsNeon(), "this CPU has no NEON"},
   };
 }
 
@@ -216,24 +217,24 @@ class PackedKKernels : public ::testing::TestWithParam<int> {};
 
 TEST_P(PackedKKernels, BitForBitTheRowKernels) {
   const Set set = AllSets()[GetParam()];
-  if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (not x86-64)";
+  if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (another architecture)";
   if (!set.runs) GTEST_SKIP() << set.k->name << ": " << set.why;
   CheckSet(set);
 }
 
 std::string SetName(const ::testing::TestParamInfo<int>& info) {
-  static const char* const kNames[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+  static const char* const kNames[] = {"scalar", "avx2", "avxvnni", "avx512vnni", "neon"};
   return kNames[info.param];
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, PackedKKernels, ::testing::Range(0, 4), SetName);
+INSTANTIATE_TEST_SUITE_P(Sets, PackedKKernels, ::testing::Range(0, 5), SetName);
 
 // The largest integer sums the formats allow: every code at its maximum (Q4_K 15, Q5_K 31, Q6_K
 // 63), the largest scales and mins (Q6_K: -128 and 127), activations all -127 or almost all
 // +127 (the kernels' narrow partial sums must not overflow), every set bit for bit the row kernel.
 TEST_P(PackedKKernels, ExtremeCodesScalesAndActivations) {
   const Set set = AllSets()[GetParam()];
-  if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (not x86-64)";
+  if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (another architecture)";
   if (!set.runs) GTEST_SKIP() << set.k->name << ": " << set.why;
   const int64_t n = 512, n_rows = 9;
   const int n_tok = 2;
@@ -280,7 +281,11 @@ TEST_P(PackedKKernels, ExtremeCodesScalesAndActivations) {
 
 TEST(PackedKKernelsFor, TheSetsOfTheirKernelSets) {
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kScalar), &ScalarPackedKQuantKernels());
+#if defined(__aarch64__)
+  EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kNeon), NeonPackedKQuantKernels());
+#else
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kNeon), nullptr);
+#endif
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvx2), Avx2PackedKQuantKernels());
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvxVnni), AvxVnniPackedKQuantKernels());
   EXPECT_EQ(PackedKQuantKernelsFor(KernelSet::kAvx512Vnni), Avx512VnniPackedKQuantKernels());

@@ -274,7 +274,8 @@ TEST(PackedTables, ScalarOnEveryBuildAndTheTablesNameTheirSets) {
 
 INSTANTIATE_TEST_SUITE_P(Sets, PackedKernels,
                          ::testing::Values(KernelSet::kScalar, KernelSet::kAvx2,
-                                           KernelSet::kAvxVnni, KernelSet::kAvx512Vnni),
+                                           KernelSet::kAvxVnni, KernelSet::kAvx512Vnni,
+                                           KernelSet::kNeon),
                          [](const ::testing::TestParamInfo<KernelSet>& i) {
                            return std::string(KernelSetName(i.param));
                          });
