@@ -19,18 +19,7 @@
 
 #include "loaders/quants_packed.h"
 #include "loaders/quants_q8a.h"
-
-#if PINFER_AVXVNNI && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avxvnni"))), apply_to = function)
-#elif PINFER_AVXVNNI && defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+#include "loaders/x86_target_push.h"
 
 #if PINFER_AVXVNNI
 #define PINFER_PACKED_NS packed_avxvnni
@@ -261,11 +250,7 @@ namespace pinfer::quants {
 const PackedQ8AKernels* PINFER_PACKED_ACCESSOR() { return &PINFER_PACKED_NS::kSet; }
 }  // namespace pinfer::quants
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "loaders/x86_target_pop.h"
 
 #else  // not x86-64 (or no AVX-VNNI in this compiler)
 

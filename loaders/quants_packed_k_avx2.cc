@@ -13,14 +13,8 @@
 #include <cstring>
 
 #include "loaders/quants_packed_k.h"
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
+#include "loaders/x86_target_push.h"
+// The vector code from here to x86_target_pop.h: compiled for AVX2 + FMA + F16C.
 #include "loaders/quants_packed_k_simd.h"
 
 namespace pinfer::quants {
@@ -49,11 +43,7 @@ constexpr PackedKQuantKernels kAvx2Set{"avx2", PackedDot<Avx2V, Avx2V, kQ4>,
 }  // namespace
 }  // namespace pinfer::quants
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "loaders/x86_target_pop.h"
 
 namespace pinfer::quants {
 const PackedKQuantKernels* Avx2PackedKQuantKernels() { return &kAvx2Set; }

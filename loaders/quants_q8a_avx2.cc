@@ -21,18 +21,8 @@
 #include "loaders/quants_q8a.h"
 
 // Everything below is compiled for AVX2 + FMA + F16C (see quants_simd.h).
-#if PINFER_AVXVNNI && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avxvnni"))), apply_to = function)
-#elif PINFER_AVXVNNI && defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
+#include "loaders/x86_target_push.h"
+// (x86_target_push.h: AVX2 + FMA + F16C, and AVX-VNNI with PINFER_AVXVNNI.)
 #include "loaders/quants_simd.h"
 
 #if PINFER_AVXVNNI
@@ -365,11 +355,7 @@ namespace pinfer::quants {
 const Q8AKernels* PINFER_Q8A_ACCESSOR() { return &PINFER_Q8A_NS::kAvx2; }
 }  // namespace pinfer::quants
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "loaders/x86_target_pop.h"
 
 #else  // not x86-64 (or no AVX-VNNI in this compiler)
 

@@ -23,14 +23,8 @@
 #include <cstring>
 
 #include "loaders/quants_q8k.h"
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
+#include "loaders/x86_target_push.h"
+// The vector code from here to x86_target_pop.h: compiled for AVX2 + FMA + F16C.
 #include "loaders/quants_q8k_avx2_blocks.h"
 
 namespace pinfer::quants {
@@ -239,11 +233,7 @@ constexpr KQuantKernels kAvx2Set{"avx2", QuantizeQ8K, RowDot<BlockQ4_K>, RowDot<
 }  // namespace
 }  // namespace pinfer::quants
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "loaders/x86_target_pop.h"
 
 namespace pinfer::quants {
 const KQuantKernels* Avx2KQuantKernels() { return &kAvx2Set; }

@@ -25,14 +25,8 @@
 
 #include "loaders/quants_q8k.h"
 #include "loaders/quants_tile.h"
-
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
+#include "loaders/x86_target_push.h"
+// The vector code from here to x86_target_pop.h: compiled for AVX2 + FMA + F16C.
 #include "loaders/quants_q8k_avx2_blocks.h"
 
 namespace pinfer::quants {
@@ -181,11 +175,7 @@ constexpr KQuantTileKernels kAvx2Set{"avx2", TileDot<BlockQ4_K>, TileDot<BlockQ5
 }  // namespace
 }  // namespace pinfer::quants
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__GNUC__)
-#pragma GCC pop_options
-#endif
+#include "loaders/x86_target_pop.h"
 
 namespace pinfer::quants {
 const KQuantTileKernels* Avx2KQuantTileKernels() { return &kAvx2Set; }
