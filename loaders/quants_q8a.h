@@ -1,6 +1,7 @@
 // Integer dot products of the 32-value weight formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) with 8-bit
-// activations (issue 17), in three kernel sets: a portable scalar reference, AVX2 and NEON. The
-// function shapes are quants_int8.h's; MatMul picks the set of the process (kernel_set.h).
+// activations (issue 17), in four tables: a portable scalar reference, AVX2, AVX-VNNI (which the
+// avx512vnni kernel set also takes) and NEON. The function shapes are quants_int8.h's; MatMul
+// picks the table of the process's kernel set (kernel_set.h, Q8AKernelsFor below).
 //
 // Activations: QuantizeQ8A(x, out, n) turns one token row x[n] (n a multiple of 32) into n / 32
 // BlockQ8A: per block, amax = max |x_j|, d = amax / 127 (float division), id = d != 0 ? 1 / d : 0,

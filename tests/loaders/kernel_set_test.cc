@@ -53,7 +53,9 @@ TEST(KernelSet, UnknownNamesAndSetsTheCpuCannotRunAreErrorsThatSayWhatToDo) {
 
 TEST(KernelSet, TheActiveSetFollowsTheEnvironment) {
   const absl::StatusOr<KernelSet> env = KernelSetFromEnvironment();
-  if (env.ok()) EXPECT_EQ(ActiveKernelSet(), *env);
+  if (env.ok()) {
+    EXPECT_EQ(ActiveKernelSet(), *env);
+  }
 }
 
 }  // namespace
