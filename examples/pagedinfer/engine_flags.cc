@@ -48,8 +48,8 @@ void EngineFlags::RegisterDevice(Args& a) {
               "(accepted and without effect on cpu)");
   a.AddSwitch("-nr,--no-repack", &no_repack,
               "cpu: keep the weights in the file's layout instead of repacking the formats with "
-              "packed kernels (Q4_0, Q4_1, Q8_0 on this build's kernel sets) into 8-row groups at "
-              "load (llama.cpp's flag)");
+              "packed kernels (Q4_0, Q4_1, Q8_0, Q4_K, Q5_K, Q6_K) into 8-row groups at load "
+              "(llama.cpp's flag)");
   a.Add("--device", &device,
         "where the model runs: cuda, cpu, or auto (cuda when built with it and a GPU is present)");
   a.Add("-ngl,--n-gpu-layers,--gpu-layers", &n_gpu_layers,
