@@ -16,6 +16,11 @@
 #        DEPTH (1024) and TG_DEPTH (32): the depth test (DEPTH=0 skips it), REPS (3)
 #        LLAMA_BENCH (unset: pagedinfer's figures alone), LLAMA_DESC (what llama.cpp build it is,
 #        printed beside its figures; default: llama-bench's own build_commit)
+#        IK_LLAMA_BENCH (unset: no third program): ik_llama.cpp's llama-bench, run after
+#        llama.cpp's with IK_LLAMA_ARGS (default `-rtr 1`, its run-time repack, the fastest CPU
+#        mode) and its depth test as `-gp DEPTH,TG_DEPTH` (its llama-bench has no -d; -gp
+#        times only the generated tokens after a DEPTH-token prompt); the table then gains an
+#        ik_llama.cpp column and ratio. IK_LLAMA_DESC names its build (default: build_commit)
 #        OUT_DIR (docs), README (README.md; empty: leave the README alone)
 #        APPEND (0; 1: keep the records of other files from OUT_DIR/cpu-vs-llama.json, so
 #        that the table grows file by file over several runs; each row keeps its own date and
@@ -45,6 +50,9 @@ die() { echo "error: $*" >&2; exit 1; }
 command -v jq >/dev/null || die "jq is missing (scripts/setup.sh installs it)"
 [[ -z "${LLAMA_BENCH:-}" || -x "${LLAMA_BENCH:-}" ]] ||
   die "LLAMA_BENCH=$LLAMA_BENCH is not an executable llama-bench"
+[[ -z "${IK_LLAMA_BENCH:-}" || -x "${IK_LLAMA_BENCH:-}" ]] ||
+  die "IK_LLAMA_BENCH=$IK_LLAMA_BENCH is not an executable llama-bench (ik_llama.cpp's)"
+IK_LLAMA_ARGS=${IK_LLAMA_ARGS--rtr 1}
 [[ -z "$README" ]] || { grep -qF "$BEGIN" "$README" && grep -qF "$END" "$README"; } ||
   die "$README lacks the $BEGIN / $END markers"
 mkdir -p "$OUT_DIR"
@@ -96,6 +104,7 @@ run() {
   local shown=("$@")
   shown=("${shown[@]/#$BIN/pagedinfer}")
   shown=("${shown[@]/#${LLAMA_BENCH:-/nonexistent}/llama-bench}")
+  shown=("${shown[@]/#${IK_LLAMA_BENCH:-/nonexistent}/llama-bench}")
   printf '%s: `%s`\n\n' "$label" "$(printf '%s ' "${shown[@]}" | sed -E 's|/[^ ]*/([^/ ]+\.gguf)|\1|g; s/ $//')" >>"$md"
   "$@" >"$out" 2>"$out.err" || die "$label failed: $(tail -5 "$out.err")"
 }
@@ -127,30 +136,49 @@ for f in "${files[@]}"; do
       run llama.cpp "$tmp/theirs$i.json" "$LLAMA_BENCH" -m "$f" $s -r "$REPS" -t "$THREADS" -o json
       theirs=$(cat "$tmp/theirs$i.json")
     fi
-    jq --arg file "$name" --arg load "$load" --argjson theirs "$theirs" \
+    ik='[]'
+    if [[ -n "${IK_LLAMA_BENCH:-}" ]]; then
+      ik_set=$s
+      [[ $i == 1 ]] || ik_set="-p 0 -n 0 -gp $DEPTH,$TG_DEPTH"
+      # shellcheck disable=SC2086  # flag lists
+      run ik_llama.cpp "$tmp/ik$i.json" "$IK_LLAMA_BENCH" -m "$f" $ik_set -r "$REPS" \
+        -t "$THREADS" $IK_LLAMA_ARGS -o json
+      ik=$(cat "$tmp/ik$i.json")
+    fi
+    jq --arg file "$name" --arg load "$load" --argjson theirs "$theirs" --argjson ik "$ik" \
       --slurpfile ours "$tmp/ours$i.json" --arg date "$when" \
       --arg version "$version" \
       '. + [{file: $file, date: $date, load_average: $load, pagedinfer_version: $version,
-             pagedinfer: $ours[0], llama_cpp: $theirs}]' \
+             pagedinfer: $ours[0], llama_cpp: $theirs}
+            + (if $ik == [] then {} else {ik_llama_cpp: $ik} end)]' \
       "$records" >"$tmp/r.json"
     mv "$tmp/r.json" "$records"
   done
 done
 cp "$records" "$OUT_DIR/cpu-vs-llama.json"
 
-# The table: a row per test, llama-bench's record matched on (n_prompt, n_gen, n_depth).
+# The table: a row per test, llama-bench's record matched on (n_prompt, n_gen, n_depth);
+# ik_llama.cpp's (when any set has them: two more columns) on (n_prompt, n_gen), its -gp
+# record of a depth test on (n_prompt = depth, n_gen).
 table() {
   jq -r '
     def f2: (. * 100 | round) as $c | ($c / 100 | floor | tostring) + "." +
             ($c % 100 | tostring | if length == 1 then "0" + . else . end);
     def ts: "\(.avg_ts | f2) ± \(.stddev_ts | f2)";
-    "| file | test | pagedinfer t/s | llama.cpp t/s | ratio | decode GB/s / read GB/s | run (UTC), load average before |",
-    "|---|---|---:|---:|---:|---:|---|",
+    def vs($o; $t): if $t then "\($t | ts) | \(if $t.avg_ts > 0 then "\($o.avg_ts / $t.avg_ts | f2)x"
+                                             else "-" end)" else "- | -" end;
+    (any(.[]; (.ik_llama_cpp // []) != [])) as $with_ik
+    | "| file | test | pagedinfer t/s | llama.cpp t/s | ratio | \(
+        if $with_ik then "ik_llama.cpp t/s | ratio | " else "" end)decode GB/s / read GB/s | run (UTC), load average before |",
+    "|---|---|---:|---:|---:|\(if $with_ik then "---:|---:|" else "" end)---:|---|",
     (.[] | . as $set | $set.pagedinfer[] | . as $o
       | ([$set.llama_cpp[] | select(.n_prompt == $o.n_prompt and .n_gen == $o.n_gen
                                     and .n_depth == $o.n_depth)] | first) as $t
-      | "| \($set.file) | \($o.test) | \($o | ts) | \(if $t then ($t | ts) else "-" end) | \(
-          if $t and $t.avg_ts > 0 then "\($o.avg_ts / $t.avg_ts | f2)x" else "-" end) | \(
+      | ([($set.ik_llama_cpp // [])[]
+          | select(if $o.n_depth > 0 then .n_prompt == $o.n_depth and .n_gen == $o.n_gen
+                   else .n_prompt == $o.n_prompt and .n_gen == $o.n_gen end)] | first) as $k
+      | "| \($set.file) | \($o.test) | \($o | ts) | \(vs($o; $t)) | \(
+          if $with_ik then vs($o; $k) + " | " else "" end)\(
           if $o.n_gen > 0 then "\($o.achieved_gbps | f2) / \($o.read_gbps | f2) (\(
             if $o.read_gbps > 0 then ($o.achieved_gbps / $o.read_gbps * 100 | round | tostring)
             else "?" end)%)"
@@ -158,12 +186,17 @@ table() {
   ' "$records"
 }
 llama_desc=${LLAMA_DESC:-$(jq -r '[.[].llama_cpp[]?.build_commit] | first // "not run"' "$records")}
+ik_desc=${IK_LLAMA_DESC:-$(jq -r '[.[].ik_llama_cpp[]?.build_commit] | first // ""' "$records")}
+ik_line=""
+[[ -z "$ik_desc" ]] ||
+  ik_line="ik_llama.cpp: $ik_desc (CPU build, \`-DGGML_NATIVE=ON\`, run with \`${IK_LLAMA_ARGS}\`)."
 summary="$tmp/summary.md"
 {
   echo "<!-- Generated by scripts/cpu_vs_llama.sh; edit the script, not this section. -->"
   echo "Measured $started on $machine, $THREADS threads, $REPS repetitions each."
   echo "pagedinfer: \`$version\`. llama.cpp: $llama_desc (CPU build, \`-DGGML_NATIVE=ON\`)."
-  echo "Ratio = pagedinfer / llama.cpp t/s; each pair ran back to back. Decode GB/s = weights + KV"
+  [[ -z "$ik_line" ]] || echo "$ik_line"
+  echo "Ratio = pagedinfer / that program's t/s; they ran back to back. Decode GB/s = weights + KV"
   echo "read per token x tokens/s, against the read bandwidth pagedinfer measured in the same run"
   echo "($THREADS threads summing 512 MiB) and as a share of it. Commands: [docs/cpu-vs-llama.md](docs/cpu-vs-llama.md)."
   echo
@@ -174,6 +207,7 @@ summary="$tmp/summary.md"
   echo
   table
   echo
+  [[ -z "$ik_line" ]] || echo "$ik_line"
   echo "llama.cpp: $llama_desc. Finished $(date -u '+%Y-%m-%d %H:%M UTC'); load average then"
   echo "$(cut -d' ' -f1-3 /proc/loadavg)."
 } >>"$md"

@@ -4,7 +4,8 @@
 # (pp 100 t/s, tg 50 t/s), into a temporary folder and a copy of the README. Checks the
 # parsing: a table row per test with both figures, the ratio computed from them, decode's
 # GB/s and share of the read bandwidth, the load average, the README section replaced between
-# its markers and nothing outside them; never timings. Exit 77 (skipped) without the model.
+# its markers and nothing outside them, and (IK_LLAMA_BENCH, a second stand-in) the
+# ik_llama.cpp columns; never timings. Exit 77 (skipped) without the model.
 # usage: cpu_vs_llama_test.sh BUILD_DIR MODELS_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -85,4 +86,42 @@ BUILD_DIR="$build" FILES="$out/copy.gguf" LLAMA_BENCH="$out/llama-bench" OUT_DIR
 [[ $(jq length "$json") == 3 ]] || fail "APPEND=1: the JSON does not hold 3 test sets"
 grep -qF '| stories260K.gguf | tg4 @ d32 |' "$out/README.md" || fail "APPEND=1 lost the first rows"
 grep -qF '| copy.gguf | tg4 |' "$out/README.md" || fail "APPEND=1 did not add the new rows"
-echo "ok: $(grep -c '^| stories260K.gguf |' "$md") rows, then $(grep -c '^| copy.gguf |' "$out/README.md") appended"
+# IK_LLAMA_BENCH adds ik_llama.cpp's column and ratio: a stand-in with its -gp depth test
+# (pp 200 t/s, tg 25 t/s) that fails on -d, which its llama-bench lacks.
+cat >"$out/ik-llama-bench" <<'SH'
+#!/usr/bin/env bash
+p=512 n=128 gp=
+while [[ $# -gt 0 ]]; do
+  case $1 in -p) p=$2; shift ;; -n) n=$2; shift ;; -gp) gp=$2; shift ;; -d) exit 1 ;; esac
+  shift
+done
+recs=()
+((p == 0)) || recs+=("{\"build_commit\": \"ik-stand-in\", \"n_prompt\": $p, \"n_gen\": 0, \"avg_ts\": 200.0, \"stddev_ts\": 2.0}")
+((n == 0)) || recs+=("{\"build_commit\": \"ik-stand-in\", \"n_prompt\": 0, \"n_gen\": $n, \"avg_ts\": 25.0, \"stddev_ts\": 0.25}")
+[[ -z "$gp" ]] || recs+=("{\"build_commit\": \"ik-stand-in\", \"n_prompt\": ${gp%,*}, \"n_gen\": ${gp#*,}, \"avg_ts\": 20.0, \"stddev_ts\": 0.2}")
+(IFS=,; echo "[${recs[*]}]")
+SH
+chmod +x "$out/ik-llama-bench"
+BUILD_DIR="$build" FILES="$model" LLAMA_BENCH="$out/llama-bench" IK_LLAMA_BENCH="$out/ik-llama-bench" \
+  OUT_DIR="$out/ik" README="" THREADS=2 PP=16 TG=4 DEPTH=32 TG_DEPTH=4 REPS=1 \
+  "$src/scripts/cpu_vs_llama.sh" >"$out/stdout" 2>"$out/stderr" ||
+  fail "the IK_LLAMA_BENCH run failed: $(tail -20 "$out/stderr")"
+ikmd="$out/ik/cpu-vs-llama.md"
+grep -qF '| file | test | pagedinfer t/s | llama.cpp t/s | ratio | ik_llama.cpp t/s | ratio | decode' "$ikmd" ||
+  fail "no ik_llama.cpp columns in $ikmd"
+grep -qF '`llama-bench -m stories260K.gguf -p 0 -n 0 -gp 32,4 -r 1 -t 2 -rtr 1 -o json`' "$ikmd" ||
+  fail "ik_llama.cpp's depth command is not in $ikmd as run"
+grep -qF 'ik_llama.cpp: ik-stand-in' "$ikmd" || fail "$ikmd does not name the ik_llama.cpp build"
+for t in 'pp16' 'tg4' 'tg4 @ d32'; do
+  row=$(grep -F "| stories260K.gguf | $t |" "$ikmd") || fail "ik: no table row for $t"
+  ik=$(cut -d'|' -f7 <<<"$row" | xargs)
+  ikratio=$(cut -d'|' -f8 <<<"$row" | xargs)
+  ours=$(jq -r --arg t "$t" '[.[].pagedinfer[] | select(.test == $t)][0].avg_ts' "$out/ik/cpu-vs-llama.json")
+  case $t in pp*) want='200.00 ± 2.00' div=200 ;; 'tg4') want='25.00 ± 0.25' div=25 ;; *) want='20.00 ± 0.20' div=20 ;; esac
+  [[ "$ik" == "$want" ]] || fail "$t: ik_llama.cpp column '$ik', want '$want'"
+  want_ratio=$(printf '%.2fx' "$(jq -rn --argjson o "$ours" --argjson d "$div" '$o / $d * 100 | round / 100')")
+  [[ "$ikratio" == "$want_ratio" ]] || fail "$t: ik_llama.cpp ratio '$ikratio', want '$want_ratio'"
+  [[ $(cut -d'|' -f5 <<<"$row" | xargs) == $([[ $t == pp* ]] && echo '100.00 ± 1.50' || echo '50.00 ± 0.50') ]] ||
+    fail "$t: the llama.cpp column moved when ik_llama.cpp's was added"
+done
+echo "ok: $(grep -c '^| stories260K.gguf |' "$md") rows, then $(grep -c '^| copy.gguf |' "$out/README.md") appended; ik_llama.cpp columns"
