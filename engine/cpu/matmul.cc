@@ -24,10 +24,11 @@ constexpr int kPlainBatchFrom = 8;
 absl::Status CheckWorkspace(const WeightMatrix& w, int n_tokens, const ThreadPool& pool,
                             const CpuWorkspace& ws) {
   const uint64_t cols = static_cast<uint64_t>(w.cols);
-  const bool tile_per_thread = ws.Get(CpuBuffer::kMatMulTile, pool.size() - 1) != nullptr;
+  const bool per_thread = ws.Get(CpuBuffer::kMatMulTile, pool.size() - 1) != nullptr &&
+                          ws.Get(CpuBuffer::kMatMulGather, pool.size() - 1) != nullptr;
   if (cols * static_cast<uint64_t>(n_tokens) > ws.capacity(CpuBuffer::kMatMulInput) ||
       cols > ws.capacity(CpuBuffer::kMatMulGather) ||
-      cols * kMatMulTileRows > ws.capacity(CpuBuffer::kMatMulTile) || !tile_per_thread) {
+      cols * kMatMulTileRows > ws.capacity(CpuBuffer::kMatMulTile) || !per_thread) {
     return absl::FailedPreconditionError(absl::StrCat(
         "MatMul of ", n_tokens, " tokens x ", w.cols, " inputs (", w.name, ") on ", pool.size(),
         " threads needs more than the workspace line's matmul scratch holds (",
@@ -106,6 +107,7 @@ struct Part {
   quants::ActQuantFn quantize = nullptr;
   int64_t act_row_bytes = 0;
   uint8_t* acts = nullptr;  // the tokens' quantized rows, act_row_bytes apart
+  bool quantizes = false;   // the first part of its set: quantizes acts for the parts sharing it
   int64_t unit_rows = 0, units = 0, unit_bytes = 0;
 };
 
@@ -167,48 +169,50 @@ void RunUnits(const Part& p, int64_t u0, int64_t u1, int n_tokens) {
 }
 
 // The parts' quantized activations in kMatMulInput: parts with the same quantizer, row bytes
-// and input order share one set, each set quantized once. False (nothing written) when the
-// sets do not fit the buffer (then each matrix goes alone); one set always fits (CheckWorkspace:
-// the buffer holds 4 bytes per input value, a quantized row at most 1.25).
-bool QuantizeShared(std::span<Part> parts, const float* x, int n_tokens, const CpuWorkspace& ws) {
+// and input order share one set, each set quantized once (by the part whose `quantizes` is
+// set). False (nothing written) when the sets do not fit the buffer (then each matrix goes
+// alone); one set always fits (CheckWorkspace: the buffer holds 4 bytes per input value, a
+// quantized row at most 1.25). The token rows are split evenly over the pool (one operation;
+// a single token stays on the caller), each row quantized by the same call whatever the split,
+// a permuted row gathered first into the thread's own copy of kMatMulGather.
+bool QuantizeShared(std::span<Part> parts, const float* x, int n_tokens, ThreadPool& pool,
+                    const CpuWorkspace& ws) {
   auto* base = ws.Get<uint8_t>(CpuBuffer::kMatMulInput);
   const uint64_t capacity = ws.bytes_per_copy(CpuBuffer::kMatMulInput);
   uint64_t used = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     Part& p = parts[i];
-    bool shared = false;
-    for (size_t j = 0; j < i && !shared; ++j) {
+    p.quantizes = true;
+    for (size_t j = 0; j < i && p.quantizes; ++j) {
       const Part& q = parts[j];
       if (q.quantize == p.quantize && q.act_row_bytes == p.act_row_bytes &&
           q.w->cols == p.w->cols && q.w->input_perm == p.w->input_perm) {
         p.acts = q.acts;
-        shared = true;
+        p.quantizes = false;
       }
     }
-    if (shared) continue;
+    if (!p.quantizes) continue;
     used = (used + 63) / 64 * 64;  // each set on its own cache lines; the first at 0
     const uint64_t bytes = static_cast<uint64_t>(n_tokens) * static_cast<uint64_t>(p.act_row_bytes);
     if (used + bytes > capacity) return false;
     p.acts = base + used;
     used += bytes;
   }
-  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const Part& p = parts[i];
-    bool done = false;
-    for (size_t j = 0; j < i && !done; ++j) done = parts[j].acts == p.acts;
-    if (done) continue;
-    uint8_t* acts = p.acts;
-    const int64_t cols = p.w->cols;
-    for (int t = 0; t < n_tokens; ++t) {
-      const float* xt = x + t * cols;
-      if (!p.w->input_perm.empty()) {
-        Gather(*p.w, xt, gathered);
-        xt = gathered;
+  pool.ParallelFor(n_tokens, [&](int64_t t0, int64_t t1, int thread) {
+    float* gathered = ws.Get(CpuBuffer::kMatMulGather, thread);
+    for (const Part& p : parts) {
+      if (!p.quantizes) continue;
+      const int64_t cols = p.w->cols;
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* xt = x + t * cols;
+        if (!p.w->input_perm.empty()) {
+          Gather(*p.w, xt, gathered);
+          xt = gathered;
+        }
+        p.quantize(xt, p.acts + t * p.act_row_bytes, cols);
       }
-      p.quantize(xt, acts + t * p.act_row_bytes, cols);
     }
-  }
+  });
   return true;
 }
 
@@ -256,7 +260,7 @@ absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* 
                     const CpuWorkspace& ws, const MatMulOptions& o) {
   if (absl::Status s = CheckWorkspace(w, n_tokens, pool, ws); !s.ok()) return s;
   if (Part p; ResolvePart(w, y, o, &p)) {
-    QuantizeShared(std::span<Part>(&p, 1), x, n_tokens, ws);  // one set always fits
+    QuantizeShared(std::span<Part>(&p, 1), x, n_tokens, pool, ws);  // one set always fits
     RunParts(std::span<const Part>(&p, 1), n_tokens, pool);
     return absl::OkStatus();
   }
@@ -285,17 +289,20 @@ absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* 
     return absl::OkStatus();
   }
   // A batch: every token's inputs and every weight row in the dot layout, each row decoded
-  // once for all the tokens.
+  // once for all the tokens. The inputs' rows split evenly over the pool by token, each thread
+  // gathering into its own copy of kMatMulGather.
   float* xl = inputs;
-  float* gathered = ws.Get(CpuBuffer::kMatMulGather);
-  for (int t = 0; t < n_tokens; ++t) {
-    const float* xt = x + t * cols;
-    if (permuted) {
-      Gather(w, xt, gathered);
-      xt = gathered;
+  pool.ParallelFor(n_tokens, [&](int64_t t0, int64_t t1, int thread) {
+    float* gathered = ws.Get(CpuBuffer::kMatMulGather, thread);
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x + t * cols;
+      if (permuted) {
+        Gather(w, xt, gathered);
+        xt = gathered;
+      }
+      ToDotLayout(xt, xl + t * cols, cols);
     }
-    ToDotLayout(xt, xl + t * cols, cols);
-  }
+  });
   pool.ParallelFor(n_tiles, [&](int64_t begin, int64_t end, int thread) {
     float* wl = ws.Get(CpuBuffer::kMatMulTile, thread);
     for (int64_t tile = begin; tile < end; ++tile) {
@@ -321,7 +328,7 @@ absl::Status MatMulSameInput(std::span<const MatMulTarget> targets, const float*
     fused = ResolvePart(*targets[i].w, targets[i].y, o, &parts[i]) &&
             targets[i].w->cols == targets[0].w->cols;
   }
-  if (fused) fused = QuantizeShared(std::span<Part>(parts, targets.size()), x, n_tokens, ws);
+  if (fused) fused = QuantizeShared(std::span<Part>(parts, targets.size()), x, n_tokens, pool, ws);
   if (fused) {
     RunParts(std::span<const Part>(parts, targets.size()), n_tokens, pool);
     return absl::OkStatus();

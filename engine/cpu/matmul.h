@@ -46,11 +46,15 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 // sequences share its step, on how its prompt was chunked, or on whether it was recomputed
 // after preemption.
 //
-// Scratch comes from ws (its kMatMulInput, kMatMulGather and per-thread kMatMulTile buffers;
-// MatMulWorkspaceLayout sizes them; the 8-bit rows, at most 1.25 bytes per value, go in
-// kMatMulInput, which holds 4): nothing is allocated. FailedPrecondition, naming the workspace
-// line, when ws is too small for n_tokens x w.cols or has fewer tile copies than the pool has
-// threads (y is then untouched).
+// The tokens' rows are prepared (gathered, quantized or laid out for the float tiles) split
+// evenly over the pool by token, each row by the same call whatever the split; a single token
+// is prepared on the calling thread.
+//
+// Scratch comes from ws (its kMatMulInput and per-thread kMatMulGather and kMatMulTile
+// buffers; MatMulWorkspaceLayout sizes them; the 8-bit rows, at most 1.25 bytes per value, go
+// in kMatMulInput, which holds 4): nothing is allocated. FailedPrecondition, naming the
+// workspace line, when ws is too small for n_tokens x w.cols or has fewer gather or tile copies
+// than the pool has threads (y is then untouched).
 absl::Status MatMul(const WeightMatrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool,
                     const CpuWorkspace& ws, const MatMulOptions& o = {});
 

@@ -24,7 +24,8 @@ std::vector<CpuBufferSize> MatMulWorkspaceLayout(int64_t max_cols, int64_t max_t
   const uint64_t f = sizeof(float);
   return {
       Buffer(CpuBuffer::kMatMulInput, "matmul inputs", kLine, f * U(max_tokens) * U(max_cols)),
-      Buffer(CpuBuffer::kMatMulGather, "matmul gather", kLine, f * U(max_cols)),
+      Buffer(CpuBuffer::kMatMulGather, "matmul gather", kLine, f * U(max_cols),
+             std::max(threads, 1)),
       Buffer(CpuBuffer::kMatMulTile, "matmul tile", kLine, f * U(kMatMulTileRows) * U(max_cols),
              std::max(threads, 1)),
   };

@@ -40,7 +40,7 @@ enum class CpuBuffer : int {
   kUp,        // [T x n_ff]
   // MatMul (engine/cpu/matmul.h).
   kMatMulInput,   // [T x max_cols] float32: the batch's inputs in the dot layout, or gathered
-  kMatMulGather,  // [max_cols] float32: one token's inputs in a permuted column order
+  kMatMulGather,  // per thread: [max_cols] float32, one token's inputs in a permuted order
   kMatMulTile,    // per thread: [kMatMulTileRows x max_cols] float32, decoded weight rows
   // Attention (kvcache/attention.h): per thread, AttentionScratchFloats (a tile of scores per
   // query head and a tile of decoded rows, whatever the context's length).

@@ -132,8 +132,8 @@ TEST(MemoryLedger, WorkspaceIsTheCpuBackendsLayout) {
   ASSERT_EQ(parts.size(), 4u);
   EXPECT_EQ(parts[0].name, "activations");  // x, xb, proj; q, att; k, v; gate, up
   EXPECT_EQ(parts[0].bytes, 4ull * 512 * (3 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 11008));
-  EXPECT_EQ(parts[1].name, "matmul scratch");  // inputs, one gathered row, a tile per thread
-  EXPECT_EQ(parts[1].bytes, 4ull * 512 * 11008 + 4 * 11008 + 2 * 4ull * 16 * 11008);
+  EXPECT_EQ(parts[1].name, "matmul scratch");  // inputs; per thread a gathered row and a tile
+  EXPECT_EQ(parts[1].bytes, 4ull * 512 * 11008 + 2 * 4 * 11008 + 2 * 4ull * 16 * 11008);
   EXPECT_EQ(parts[2].name, "attention scratch");  // per thread: AttentionScratchFloats
   EXPECT_EQ(parts[2].bytes, 2 * 4 * AttentionScratchFloats({32, 32, 128, 0.0f}));
   EXPECT_EQ(parts[3].name, "logits");  // one row per sequence
