@@ -179,77 +179,87 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
 }
 
 absl::Status CpuBackend::QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l) {
-  const ModelConfig& c = model_.config();
   const LayerWeights& L = model_.weights().layers[static_cast<size_t>(l)];
-  const LayerAttention la = c.layer(l);
   const int n = batch.size();
   const float* xb = Buf(CpuBuffer::kNormed);
   float *qb = Buf(CpuBuffer::kQ), *kb = Buf(CpuBuffer::kK), *vb = Buf(CpuBuffer::kV);
   const MatMulTarget qkv[] = {{&Mat(L.wq), qb}, {&Mat(L.wk), kb}, {&Mat(L.wv), vb}};
   if (absl::Status s = MatMulSameInput(qkv, xb, n, pool_, *ws_, matmul_); !s.ok()) return s;
-  const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const KvDtype kv_dtype = cache.config().dtype;
-  for (int t = 0; t < n; ++t) {
-    float* q = qb + (size_t)t * c.q_dim();
-    float* k = kb + (size_t)t * c.kv_dim();
-    float* v = vb + (size_t)t * c.kv_dim();
-    if (c.qkv_bias) {
-      AddInPlace(q, L.bq.data(), c.q_dim());
-      AddInPlace(k, L.bk.data(), c.kv_dim());
-      AddInPlace(v, L.bv.data(), c.kv_dim());
-    }
-    if (c.qk_norm) {  // RMSNorm over each head, before RoPE
-      for (int h = 0; h < c.n_heads; ++h) {
-        RmsNorm(q + h * c.head_dim, L.q_norm.data(), c.head_dim, c.rms_eps, q + h * c.head_dim);
-      }
-      for (int h = 0; h < c.n_kv_heads; ++h) {
-        RmsNorm(k + h * c.head_dim, L.k_norm.data(), c.head_dim, c.rms_eps, k + h * c.head_dim);
-      }
-    }
-    const int pos = batch.positions[t];
-    ApplyRope(q, c.n_heads, c.head_dim, pos, la.rope_theta, c.rope_style, la.rope_freq_scale,
-              factors, c.n_rot);
-    ApplyRope(k, c.n_kv_heads, c.head_dim, pos, la.rope_theta, c.rope_style, la.rope_freq_scale,
-              factors, c.n_rot);
-    if (c.query_scale > 0) Scale(q, c.q_dim(), c.query_scale);
-    KvEncodeRow(kv_dtype, k, cache.TokenRow(batch.seq_ids[t], pos, l, 0), c.kv_dim());
-    KvEncodeRow(kv_dtype, v, cache.TokenRow(batch.seq_ids[t], pos, l, 1), c.kv_dim());
-  }
+  // Token rows split over the pool: each token writes its own q, k, v rows and its own KV
+  // slots (the step's tokens name distinct (sequence, position) slots).
+  pool_.ParallelFor(n, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) QkvRow(batch, cache, l, static_cast<int>(t), kv_dtype);
+  });
   return absl::OkStatus();
 }
 
-// Adds the projection (the attention or FFN output of n tokens) into the residual stream,
-// through the post-norm first when the model has one.
-void CpuBackend::AddResidual(int n, const std::vector<float>& post_norm) {
+void CpuBackend::QkvRow(const ForwardBatch& batch, KvCache& cache, int l, int t, KvDtype kv_dtype) {
   const ModelConfig& c = model_.config();
-  float* proj = Buf(CpuBuffer::kProj);
-  if (!post_norm.empty()) {
-    for (int t = 0; t < n; ++t) {
-      float* p = proj + (size_t)t * c.dim;
-      RmsNorm(p, post_norm.data(), c.dim, c.rms_eps, p);
+  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(l)];
+  const LayerAttention la = c.layer(l);
+  const float* factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+  float* q = Buf(CpuBuffer::kQ) + (size_t)t * c.q_dim();
+  float* k = Buf(CpuBuffer::kK) + (size_t)t * c.kv_dim();
+  float* v = Buf(CpuBuffer::kV) + (size_t)t * c.kv_dim();
+  if (c.qkv_bias) {
+    AddInPlace(q, L.bq.data(), c.q_dim());
+    AddInPlace(k, L.bk.data(), c.kv_dim());
+    AddInPlace(v, L.bv.data(), c.kv_dim());
+  }
+  if (c.qk_norm) {  // RMSNorm over each head, before RoPE
+    for (int h = 0; h < c.n_heads; ++h) {
+      RmsNorm(q + h * c.head_dim, L.q_norm.data(), c.head_dim, c.rms_eps, q + h * c.head_dim);
+    }
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      RmsNorm(k + h * c.head_dim, L.k_norm.data(), c.head_dim, c.rms_eps, k + h * c.head_dim);
     }
   }
-  AddInPlace(Buf(CpuBuffer::kResidual), proj, (int64_t)n * c.dim);
+  const int pos = batch.positions[t];
+  ApplyRope(q, c.n_heads, c.head_dim, pos, la.rope_theta, c.rope_style, la.rope_freq_scale, factors,
+            c.n_rot);
+  ApplyRope(k, c.n_kv_heads, c.head_dim, pos, la.rope_theta, c.rope_style, la.rope_freq_scale,
+            factors, c.n_rot);
+  if (c.query_scale > 0) Scale(q, c.q_dim(), c.query_scale);
+  KvEncodeRow(kv_dtype, k, cache.TokenRow(batch.seq_ids[t], pos, l, 0), c.kv_dim());
+  KvEncodeRow(kv_dtype, v, cache.TokenRow(batch.seq_ids[t], pos, l, 1), c.kv_dim());
 }
 
-void CpuBackend::NormInto(int n, const std::vector<float>& w) {
+void CpuBackend::AddResidualRow(int t, const std::vector<float>& post_norm) {
   const ModelConfig& c = model_.config();
-  const float* x = Buf(CpuBuffer::kResidual);
-  float* xb = Buf(CpuBuffer::kNormed);
-  for (int t = 0; t < n; ++t) {
-    RmsNorm(x + (size_t)t * c.dim, w.data(), c.dim, c.rms_eps, xb + (size_t)t * c.dim);
-  }
+  float* p = Buf(CpuBuffer::kProj) + (size_t)t * c.dim;
+  if (!post_norm.empty()) RmsNorm(p, post_norm.data(), c.dim, c.rms_eps, p);
+  AddInPlace(Buf(CpuBuffer::kResidual) + (size_t)t * c.dim, p, c.dim);
 }
 
-void CpuBackend::Embed(const ForwardBatch& batch) {
+void CpuBackend::NormRow(int t, const std::vector<float>& w) {
+  const ModelConfig& c = model_.config();
+  RmsNorm(Buf(CpuBuffer::kResidual) + (size_t)t * c.dim, w.data(), c.dim, c.rms_eps,
+          Buf(CpuBuffer::kNormed) + (size_t)t * c.dim);
+}
+
+void CpuBackend::AddResidualAndNorm(int n, const std::vector<float>& post_norm,
+                                    const std::vector<float>* norm) {
+  pool_.ParallelFor(n, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      AddResidualRow(static_cast<int>(t), post_norm);
+      if (norm != nullptr) NormRow(static_cast<int>(t), *norm);
+    }
+  });
+}
+
+void CpuBackend::EmbedAndNorm(const ForwardBatch& batch, const std::vector<float>* norm) {
   const ModelConfig& c = model_.config();
   const ModelWeights& w = model_.weights();
   const float embed_scale = std::sqrt(static_cast<float>(c.dim));
-  for (int t = 0; t < batch.size(); ++t) {
-    float* x = Buf(CpuBuffer::kResidual) + (size_t)t * c.dim;
-    DequantizeRow(w.tok_embd.type, w.tok_embd.row(batch.tokens[t]), x, c.dim);
-    if (c.scale_embeddings) Scale(x, c.dim, embed_scale);
-  }
+  pool_.ParallelFor(batch.size(), [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* x = Buf(CpuBuffer::kResidual) + (size_t)t * c.dim;
+      DequantizeRow(w.tok_embd.type, w.tok_embd.row(batch.tokens[t]), x, c.dim);
+      if (c.scale_embeddings) Scale(x, c.dim, embed_scale);
+      if (norm != nullptr) NormRow(static_cast<int>(t), *norm);
+    }
+  });
 }
 
 absl::Status CpuBackend::CheckStep(const ForwardBatch& batch, const KvCache& cache) const {
@@ -270,29 +280,33 @@ absl::Status CpuBackend::CheckStep(const ForwardBatch& batch, const KvCache& cac
 
 absl::Status CpuBackend::Layer(const ForwardBatch& batch, KvCache& cache, int l) {
   const ModelConfig& c = model_.config();
-  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(l)];
+  const std::vector<LayerWeights>& layers = model_.weights().layers;
+  const LayerWeights& L = layers[static_cast<size_t>(l)];
   const int n = batch.size();
   const float* xb = Buf(CpuBuffer::kNormed);
   float *proj = Buf(CpuBuffer::kProj), *gate = Buf(CpuBuffer::kGate), *up = Buf(CpuBuffer::kUp);
-  NormInto(n, L.attn_norm);
   if (absl::Status s = QkvIntoCache(batch, cache, l); !s.ok()) return s;
   Attention(batch, cache, l);
   if (absl::Status s = MatMul(Mat(L.wo), Buf(CpuBuffer::kAttnOut), n, proj, pool_, *ws_, matmul_);
       !s.ok()) {
     return s;
   }
-  AddResidual(n, L.attn_post_norm);
-  NormInto(n, L.ffn_norm);
+  AddResidualAndNorm(n, L.attn_post_norm, &L.ffn_norm);
   const MatMulTarget ffn[] = {{&Mat(L.w_gate), gate}, {&Mat(L.w_up), up}};
   if (absl::Status s = MatMulSameInput(ffn, xb, n, pool_, *ws_, matmul_); !s.ok()) return s;
-  if (c.ffn_act == FfnActivation::kGeluTanh) {
-    GeGlu(gate, up, (int64_t)n * c.n_ff);
-  } else {
-    SwiGlu(gate, up, (int64_t)n * c.n_ff);
-  }
+  const bool gelu = c.ffn_act == FfnActivation::kGeluTanh;
+  pool_.ParallelFor(n, [&](int64_t t0, int64_t t1, int) {
+    const int64_t i0 = t0 * c.n_ff, count = (t1 - t0) * c.n_ff;
+    if (gelu) {
+      GeGlu(gate + i0, up + i0, count);
+    } else {
+      SwiGlu(gate + i0, up + i0, count);
+    }
+  });
   if (absl::Status s = MatMul(Mat(L.w_down), gate, n, proj, pool_, *ws_, matmul_); !s.ok())
     return s;
-  AddResidual(n, L.ffn_post_norm);
+  const bool last = l + 1 == c.n_layers;
+  AddResidualAndNorm(n, L.ffn_post_norm, last ? nullptr : &layers[(size_t)l + 1].attn_norm);
   return absl::OkStatus();
 }
 
@@ -301,7 +315,7 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
   const ModelWeights& w = model_.weights();
   if (batch.size() == 0) return absl::OkStatus();
   if (absl::Status s = CheckStep(batch, cache); !s.ok()) return s;
-  Embed(batch);
+  EmbedAndNorm(batch, c.n_layers > 0 ? &w.layers[0].attn_norm : nullptr);
   for (int l = 0; l < c.n_layers; ++l) {
     if (absl::Status s = Layer(batch, cache, l); !s.ok()) return s;
   }
@@ -309,15 +323,20 @@ absl::Status CpuBackend::Forward(const ForwardBatch& batch, KvCache& cache, floa
   const float* x = Buf(CpuBuffer::kResidual);
   float* xb = Buf(CpuBuffer::kNormed);
   const int n_out = static_cast<int>(batch.logit_rows.size());
-  for (int i = 0; i < n_out; ++i) {
-    RmsNorm(x + (size_t)batch.logit_rows[i] * c.dim, w.output_norm.data(), c.dim, c.rms_eps,
-            xb + (size_t)i * c.dim);
-  }
   if (n_out == 0) return absl::OkStatus();
+  pool_.ParallelFor(n_out, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      RmsNorm(x + (size_t)batch.logit_rows[i] * c.dim, w.output_norm.data(), c.dim, c.rms_eps,
+              xb + (size_t)i * c.dim);
+    }
+  });
   if (absl::Status s = MatMul(Mat(w.output), xb, n_out, logits, pool_, *ws_, matmul_); !s.ok())
     return s;
-  if (c.final_softcap > 0)
-    SoftCap(logits, static_cast<int64_t>(n_out) * c.n_vocab, c.final_softcap);
+  if (c.final_softcap > 0) {
+    pool_.ParallelFor(n_out, [&](int64_t i0, int64_t i1, int) {
+      SoftCap(logits + i0 * c.n_vocab, (i1 - i0) * c.n_vocab, c.final_softcap);
+    });
+  }
   return absl::OkStatus();
 }
 

@@ -9,6 +9,11 @@
 // weights' pages in (and with lock_memory mlock()s them), and MakeKvStorage commits the KV
 // pool, asking for transparent huge pages. A step never allocates: one that would need more
 // than the workspace holds is refused, naming the line.
+//
+// Threads: every step of a forward pass runs on the backend's ThreadPool: the matmuls by
+// weight rows, attention by (token, KV head), and the element-wise work (embedding, norms,
+// RoPE and the KV writes, SwiGLU, residual adds, the matmuls' activation quantization) by
+// token rows, a single token's on the calling thread. No value depends on the thread count.
 #pragma once
 
 #include <memory>
@@ -73,13 +78,30 @@ class CpuBackend : public Backend {
 
  private:
   absl::Status CheckStep(const ForwardBatch& batch, const KvCache& cache) const;
-  // The steps of Forward, each over the batch's n tokens, on the workspace's buffers.
-  void Embed(const ForwardBatch& batch);              // residual = embeddings (ids checked)
-  void NormInto(int n, const std::vector<float>& w);  // normed = RMSNorm(residual) w
-  // q (biased, normed, rotated, scaled as the model says) and K/V of layer l into the cache.
+  // The steps of Forward, each over the batch's n tokens, on the workspace's buffers. The
+  // element-wise steps run as one ParallelFor over the token rows (even static splits; a
+  // single token stays on the caller), each row computed by the same *Row function whatever
+  // the split or the thread count, so the floats are those of a serial pass.
+  //
+  // residual = embeddings (ids checked); then, with norm, normed = RMSNorm(residual) norm.
+  void EmbedAndNorm(const ForwardBatch& batch, const std::vector<float>* norm);
+  // q (biased, normed, rotated, scaled as the model says) and K/V of layer l into the cache,
+  // from normed (the layer's attention norm of the residual).
   absl::Status QkvIntoCache(const ForwardBatch& batch, KvCache& cache, int l);
+  // QkvIntoCache's work for token t after the matmuls: its q, k, v rows (bias, QK-norm, RoPE,
+  // query scale) and its K and V rows encoded into the cache slot of (seq_ids[t],
+  // positions[t]). Tokens of one step name distinct slots, so threads write disjoint rows.
+  void QkvRow(const ForwardBatch& batch, KvCache& cache, int l, int t, KvDtype kv_dtype);
   void Attention(const ForwardBatch& batch, const KvCache& cache, int layer);  // attention out
-  void AddResidual(int n, const std::vector<float>& post_norm);  // residual += [norm] proj
+  // residual += [RMSNorm(proj) post_norm] proj for token t.
+  void AddResidualRow(int t, const std::vector<float>& post_norm);
+  // normed = RMSNorm(residual) w for token t.
+  void NormRow(int t, const std::vector<float>& w);
+  // AddResidualRow for every token, then (with norm) NormRow of the new residual, in one pass.
+  void AddResidualAndNorm(int n, const std::vector<float>& post_norm,
+                          const std::vector<float>* norm);
+  // Layer l from normed (its attention norm of the residual) to the residual after its FFN,
+  // and normed = the next layer's attention norm of that residual (none after the last).
   absl::Status Layer(const ForwardBatch& batch, KvCache& cache, int l);
   float* Buf(CpuBuffer b) const { return ws_->Get(b); }
   // Repacks repack_plan_'s matrices (Commit's first step).
