@@ -28,6 +28,9 @@ struct Avx2V : Ymm {
   static constexpr int kTok = 6, kTok6 = 6, kSplitTok = 3, kQuadTok6 = 1;
   static constexpr bool kI16 = true;  // sub-block sums as int16 (quants_packed_k_simd.h's kRun)
   static constexpr bool kPin = true;  // partial sums pinned to registers (quants_packed_k_simd.h)
+  // Prefill by decoded super-block (quants_packed_k_simd.h's GroupChunk) for Q5_K and Q6_K, not
+  // Q4_K (kQ4, kQ5, kQ6). Measured below.
+  static constexpr bool kDecodeOnce[3] = {false, true, true};
   static I Mad16(I acc, I w, const uint8_t* a) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, Bcast(a)));
   }

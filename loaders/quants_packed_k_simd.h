@@ -18,7 +18,9 @@
 //     broadcast; Dot2(acc, w, b): acc + per lane w.s16[0] * b[0] + w.s16[1] * b[1], b's two int16
 //     broadcast; Q6Pairs(p, gs): int16 pairs (p[r], p[8 + r]) of two 8-byte int8 rows per lane;
 //   Shuffle (vpshufb within 128-bit lanes by a 32-byte pattern), the usual integer and float
-//   operations, Store (lanes to floats).
+//   operations, Store (lanes to floats);
+//   optionally kDecodeOnce[3] (8-row policies with StoreI): per format (kQ4, kQ5, kQ6), whether
+//   prefill (more than kTok tokens) runs GroupChunk (each super-block decoded once per chunk).
 // Every integer sum is exact (int32, no saturation: vpmaddubsw's pair of 6-bit codes times
 // |a| <= 127 stays below 2^15), so the order of integer additions is free; the float steps are
 // quants_q8k.h's, lane by lane.
@@ -27,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "loaders/quants_packed_k.h"
@@ -112,6 +115,7 @@ struct Ymm {
   static constexpr int kRows = 8;
   static constexpr bool kI16 = false;
   static I Load(const void* p, int64_t) { return _mm256_loadu_si256(static_cast<const I*>(p)); }
+  static void StoreI(void* p, I v) { _mm256_storeu_si256(static_cast<I*>(p), v); }
   static I Zero() { return _mm256_setzero_si256(); }
   static I Set1(int v) { return _mm256_set1_epi32(v); }
   static I And(I a, I b) { return _mm256_and_si256(a, b); }
@@ -428,6 +432,175 @@ void Tile(const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act, int6
   }
 }
 
+// Prefill by super-block (policies with kDecodeOnce: 8 rows, one group per register block). A
+// group's super-block is decoded once per token chunk into DecodedBlock (codes, sub-block scales
+// and side factors as the vectors BlockStep builds), then every register block of the chunk's
+// tokens runs over it: the unpacking (nibbles, Q6_K's top two bits, 6-bit scales and mins) is
+// paid once per chunk instead of once per kTok tokens. Same integer sums and float steps as
+// BlockStep, in the same order per super-block (bit for bit).
+template <class V, Fmt kF>
+struct DecodedBlock {
+  static constexpr int kSub = kF == kQ6 ? 16 : 8;  // sub-blocks (16 / 32 values)
+  static constexpr int kPos = kF == kQ6 ? 4 : 8;   // 4-value positions per sub-block
+  alignas(32) uint8_t codes[kSub][kPos][32];       // unsigned codes, row r in lane r
+  alignas(32) uint8_t sc[kSub][32];                // sub-block j's scale as PFlush takes it
+  // Against the activation block sums (V::Dot2 with bsums + 4j): Q4_K / Q5_K (m_j, m_j),
+  // Q6_K (sc[2j], sc[2j + 1]).
+  alignas(32) uint8_t side[8][32];
+  alignas(32) float dw[kPackKRows], dm[kPackKRows];
+};
+
+template <class V, Fmt kF>
+inline void DecodeBlock(const uint8_t* blk, DecodedBlock<V, kF>& d) {
+  static_assert(V::kRows == kPackKRows, "DecodedBlock holds one group");
+  using I = typename V::I;
+  using Packed = typename PackedOf<kF>::Type;
+  const Packed& p = *reinterpret_cast<const Packed*>(blk);
+  constexpr int64_t gs = 0;  // one group: no second group's field
+  if constexpr (kF == kQ6) {
+    const I low4 = V::Set1(0x0f0f0f0f), top2 = V::Set1(0x30303030);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const I ql0 = V::Load(p.ql[h][0][k], gs), ql1 = V::Load(p.ql[h][1][k], gs);
+        const I qh = V::Load(p.qh[h][k], gs);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {  // sub-block 8h + 2q + k / 4, position k % 4
+          const I ql = (q & 1) ? ql1 : ql0;
+          const I w = V::Or(V::And(q >= 2 ? V::Srli16(ql, 4) : ql, low4),
+                            V::And(BitsTo4<V>(qh, 2 * q), top2));
+          V::StoreI(d.codes[8 * h + 2 * q + k / 4][k % 4], w);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) V::StoreI(d.sc[j], ScaleQ6<V>(p.scales[j], gs));
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) V::StoreI(d.side[j], V::Q6Pairs(p.scales[2 * j], gs));
+  } else {
+    const KScalesV<V, Packed> sc(p, gs);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const I raw = V::Load(p.qs[c][k], gs);
+        V::StoreI(d.codes[2 * c][k], Codes45<V, kF>(p, raw, k, 2 * c, gs));
+        V::StoreI(d.codes[2 * c + 1][k], Codes45<V, kF>(p, V::Srli16(raw, 4), k, 2 * c + 1, gs));
+      }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      V::StoreI(d.sc[j], sc.Sc(j));
+      V::StoreI(d.side[j], sc.MinPair(j));
+    }
+    V::StoreF(d.dm, V::Half(p.dmin, gs));
+  }
+  V::StoreF(d.dw, V::Half(p.d, gs));
+}
+
+// BlockStep over a decoded super-block: NT tokens (activation block of token t at act + t *
+// act_row_bytes), their float accumulators acc[t].
+template <class V, Fmt kF, int NT>
+void DecodedTile(const DecodedBlock<V, kF>& d, const uint8_t* act, int64_t act_row_bytes,
+                 float (*acc)[V::kRows]) {
+  using I = typename V::I;
+  using F = typename V::F;
+  using D = DecodedBlock<V, kF>;
+  const uint8_t* a[NT];
+  for (int t = 0; t < NT; ++t) a[t] = act + t * act_row_bytes;
+  I sumi[NT];
+  for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
+#pragma GCC unroll 16
+  for (int j = 0; j < D::kSub; ++j) {
+    I tmp[NT];
+    for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
+#pragma GCC unroll 8
+    for (int k = 0; k < D::kPos; ++k) {
+      const I w = V::Load(d.codes[j][k], 0);
+      for (int t = 0; t < NT; ++t) {
+        tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 4 * D::kPos * j + 4 * k);
+      }
+      Pin<V>(tmp);
+      if ((k + 1) % kRun<V, kF> == 0 || k == D::kPos - 1) {
+        const I s = V::Load(d.sc[j], 0);
+        for (int t = 0; t < NT; ++t) {
+          sumi[t] = PFlush<V>(sumi[t], tmp[t], s);
+          tmp[t] = V::Zero();
+        }
+        Pin<V>(sumi);
+      }
+    }
+  }
+  I side[NT];
+  for (int t = 0; t < NT; ++t) side[t] = V::Zero();
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    const I m = V::Load(d.side[j], 0);
+    for (int t = 0; t < NT; ++t) side[t] = V::Dot2(side[t], m, a[t] + kBsumsOff + 4 * j);
+  }
+  const F dw = V::LoadF(d.dw);
+  for (int t = 0; t < NT; ++t) {
+    const F da = V::Set1F(ActScale(a[t]));
+    if constexpr (kF == kQ6) {
+      const I total = V::Sub(sumi[t], V::Slli32(side[t], 5));
+      V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc[t])));
+    } else {
+      F s = V::Fmadd(V::Mul(dw, da), V::ToF(sumi[t]), V::LoadF(acc[t]));
+      s = V::Fnmadd(V::Mul(V::LoadF(d.dm), da), V::ToF(side[t]), s);
+      V::StoreF(acc[t], s);
+    }
+  }
+}
+
+// Tokens of one chunk in the decode-once path (their float accumulators on the stack): per
+// super-block their activation blocks (30 x 292 bytes) stay in L1 beside the decoded block.
+// packed_kquant_bench 4096 x 4096 x 512 tokens, avx2, one core at load ~7, best of 4 (CPU ms per
+// pass): Q5_K 30 / 48 / 96 tokens 103 / 108 / 115, Q6_K 120 / 123 / 129.
+constexpr int kMaxChunkTok = 30;
+
+// One row group (rows_valid rows stored) x nt <= kMaxChunkTok tokens: each super-block decoded
+// once, then the tokens in register blocks of kTokOf<V, kF> (the last one narrower).
+template <class V, Fmt kF>
+void GroupChunk(const uint8_t* w, int rows_valid, const uint8_t* act, int64_t act_row_bytes, int nt,
+                int64_t nb, float* y, int64_t y_row_stride) {
+  using Packed = typename PackedOf<kF>::Type;
+  using Fn = void (*)(const DecodedBlock<V, kF>&, const uint8_t*, int64_t, float(*)[V::kRows]);
+  constexpr int kT = kF == kQ6 ? V::kTok6 : V::kTok;
+  static constexpr Fn kFns[] = {DecodedTile<V, kF, 1>, DecodedTile<V, kF, 2>,
+                                DecodedTile<V, kF, 3>, DecodedTile<V, kF, 4>,
+                                DecodedTile<V, kF, 5>, DecodedTile<V, kF, 6>};
+  static_assert(kT <= 6, "kFns has register blocks of up to 6 tokens");
+  alignas(64) float acc[kMaxChunkTok][V::kRows];
+  for (int t = 0; t < nt; ++t) {
+    for (int r = 0; r < V::kRows; ++r) acc[t][r] = 0.0f;
+  }
+  DecodedBlock<V, kF> d;
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + kAhead < nb) {
+      const uint8_t* next = w + (i + kAhead) * static_cast<int64_t>(sizeof(Packed));
+      for (size_t l = 0; l < sizeof(Packed); l += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + l), _MM_HINT_T0);
+      }
+    }
+    DecodeBlock<V, kF>(w + i * static_cast<int64_t>(sizeof(Packed)), d);
+    const uint8_t* ai = act + i * kActBlock;
+    for (int t0 = 0; t0 < nt; t0 += kT) {
+      const int n = nt - t0 < kT ? nt - t0 : kT;
+      for (int t = t0 + kT; t < t0 + 2 * kT && t < nt; ++t) {  // the next register block's
+        const char* an = reinterpret_cast<const char*>(ai + t * act_row_bytes);
+        for (int64_t l = 0; l < kActBlock + 63; l += 64) {
+          _mm_prefetch(an + (l < kActBlock ? l : kActBlock - 1), _MM_HINT_T0);
+        }
+      }
+      kFns[n - 1](d, ai + t0 * act_row_bytes, act_row_bytes, acc + t0);
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    for (int r = 0; r < rows_valid; ++r) y[t * y_row_stride + r] = acc[t][r];
+  }
+}
+
 template <class V, Fmt kF, int... T>
 inline void TileN(int nt, const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act,
                   int64_t act_row_bytes, int64_t nb, float* y, int64_t y_row_stride, bool prefetch,
@@ -457,6 +630,24 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
   constexpr int kWideTok = kTokOf<Wide, kF>, kNarrowTok = kTokOf<Narrow, kF>;
   int64_t chunk = kChunkBytes / (act_row_bytes > 0 ? act_row_bytes : 1) / kWideTok * kWideTok;
   if (chunk < kWideTok) chunk = kWideTok;
+  if constexpr (requires { Wide::kDecodeOnce[kF]; }) {
+    static_assert(std::is_same_v<Wide, Narrow> && Wide::kRows == kPackKRows);
+    // Prefill: each group's super-blocks decoded once per chunk.
+    if (Wide::kDecodeOnce[kF] && n_tok > kWideTok) {
+      if (chunk > kMaxChunkTok) chunk = kMaxChunkTok / kWideTok * kWideTok;
+      for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
+        const int nt = static_cast<int>(c0 + chunk < n_tok ? chunk : n_tok - c0);
+        for (int64_t g = 0; g < n_groups; ++g) {
+          const int64_t r0 = g * kPackKRows;
+          const int rows_valid =
+              static_cast<int>(n_rows - r0 < kPackKRows ? n_rows - r0 : kPackKRows);
+          GroupChunk<Wide, kF>(wb + g * gs, rows_valid, ab + c0 * act_row_bytes, act_row_bytes, nt,
+                               nb, y + c0 * y_row_stride + r0, y_row_stride);
+        }
+      }
+      return;
+    }
+  }
   for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
     const int64_t c1 = c0 + chunk < n_tok ? c0 + chunk : n_tok;
     for (int64_t g = 0; g < n_groups;) {

@@ -164,10 +164,13 @@ void CheckSet(const Set& set) {
   constexpr float kSentinel = -12345.5f;
   const int64_t kSizes[] = {256, 512, 4096 + 256};
   const int64_t kRowCounts[] = {1, 7, 8, 9, 24};
-  const int kTokens[] = {1, 2, 3, 5, 8, 13, 64};
+  // 64 and 70: several token chunks (the avx2 set's Q5_K / Q6_K prefill path takes 30 tokens
+  // a chunk) ending in a narrower register block.
+  constexpr int kMaxTok = 70;
+  const int kTokens[] = {1, 2, 3, 5, 8, 13, 64, kMaxTok};
   for (const Format& f : kFormats) {
     for (int64_t n : kSizes) {
-      const std::vector<uint8_t> acts = Activations(64, n, 5 + static_cast<uint32_t>(n));
+      const std::vector<uint8_t> acts = Activations(kMaxTok, n, 5 + static_cast<uint32_t>(n));
       const int64_t act_row_bytes = Q8KRowBytes(n);
       for (int64_t n_rows : kRowCounts) {
         if (n > 512 && n_rows == 7) continue;  // 1, 8, 9, 24 cover the long rows
@@ -176,18 +179,18 @@ void CheckSet(const Set& set) {
         const size_t row_bytes = GgmlRowBytes(f.type, n);
         std::vector<uint8_t> packed(PackedKBytes(f.type, n_rows, n));
         PackKRows(f.type, rows.data(), row_bytes, n_rows, n, packed.data());
-        // The reference: every row against all 64 tokens (batch invariance makes it the value
-        // for any n_tok).
-        std::vector<float> ref(64 * n_rows);
+        // The reference: every row against all kMaxTok tokens (batch invariance makes it the
+        // value for any n_tok).
+        std::vector<float> ref(kMaxTok * n_rows);
         for (int64_t r = 0; r < n_rows; ++r) {
           (ScalarKQuantKernels().*f.row)(rows.data() + r * row_bytes, acts.data(), act_row_bytes,
-                                         64, n, ref.data() + r, n_rows);
+                                         kMaxTok, n, ref.data() + r, n_rows);
         }
         bool nonzero = false;
         for (float v : ref) nonzero |= v != 0.0f;
         ASSERT_TRUE(nonzero) << f.name;
         for (int n_tok : kTokens) {
-          if (n > 512 && n_tok != 1 && n_tok != 13 && n_tok != 64) continue;
+          if (n > 512 && n_tok != 1 && n_tok != 13 && n_tok != kMaxTok) continue;
           const int64_t stride = n_rows + 3;
           std::vector<float> y(stride * (n_tok + 1), kSentinel);
           (set.k->*f.packed)(packed.data(), n_rows, acts.data(), act_row_bytes, n_tok, n, y.data(),
@@ -231,15 +234,16 @@ INSTANTIATE_TEST_SUITE_P(Sets, PackedKKernels, ::testing::Range(0, 5), SetName);
 
 // The largest integer sums the formats allow: every code at its maximum (Q4_K 15, Q5_K 31, Q6_K
 // 63), the largest scales and mins (Q6_K: -128 and 127), activations all -127 or almost all
-// +127 (the kernels' narrow partial sums must not overflow), every set bit for bit the row kernel.
+// +127 (the kernels' narrow partial sums must not overflow), every set bit for bit the row kernel,
+// at 2 tokens and at 8 (more than a register block: the avx2 set's decode-once prefill path).
 TEST_P(PackedKKernels, ExtremeCodesScalesAndActivations) {
   const Set set = AllSets()[GetParam()];
   if (set.k == nullptr) GTEST_SKIP() << "this build has no such set (another architecture)";
   if (!set.runs) GTEST_SKIP() << set.k->name << ": " << set.why;
   const int64_t n = 512, n_rows = 9;
-  const int n_tok = 2;
-  std::vector<float> x(n * n_tok, 1.0f);  // token 0: all -127
-  x[n] = -1.0f;                           // token 1: -127 then +127
+  const int n_tok = 8;
+  std::vector<float> x(n * n_tok, 1.0f);                // even tokens: all -127
+  for (int t = 1; t < n_tok; t += 2) x[t * n] = -1.0f;  // odd tokens: -127 then +127
   std::vector<uint8_t> acts(Q8KRowBytes(n) * n_tok);
   for (int t = 0; t < n_tok; ++t) {
     ScalarKQuantKernels().quantize_q8k(x.data() + t * n, acts.data() + t * Q8KRowBytes(n), n);
@@ -269,11 +273,14 @@ TEST_P(PackedKKernels, ExtremeCodesScalesAndActivations) {
         (ScalarKQuantKernels().*f.row)(rows.data() + r * row_bytes, acts.data(), Q8KRowBytes(n),
                                        n_tok, n, ref.data() + r, n_rows);
       }
-      (set.k->*f.packed)(packed.data(), n_rows, acts.data(), Q8KRowBytes(n), n_tok, n, y.data(),
-                         n_rows);
-      for (size_t i = 0; i < y.size(); ++i) {
-        ASSERT_EQ(Bits(y[i]), Bits(ref[i])) << set.k->name << " " << f.name << " fill " << int{fill}
-                                            << " at " << i << ": " << y[i] << " vs " << ref[i];
+      for (const int tokens : {2, n_tok}) {
+        (set.k->*f.packed)(packed.data(), n_rows, acts.data(), Q8KRowBytes(n), tokens, n, y.data(),
+                           n_rows);
+        for (size_t i = 0; i < static_cast<size_t>(tokens * n_rows); ++i) {
+          ASSERT_EQ(Bits(y[i]), Bits(ref[i]))
+              << set.k->name << " " << f.name << " fill " << int{fill} << " tokens " << tokens
+              << " at " << i << ": " << y[i] << " vs " << ref[i];
+        }
       }
     }
   }
