@@ -20,6 +20,8 @@
 #include "loaders/quants_packed.h"
 #include "loaders/quants_q8a.h"
 #include "loaders/x86_target_push.h"
+// From here to the end of the vector code: compiled for the target above.
+#include "loaders/x86_pin.h"
 
 #if PINFER_AVXVNNI
 #define PINFER_PACKED_NS packed_avxvnni
@@ -54,15 +56,10 @@ inline __m256i BcastSum(const BlockQ8A& a) {
   return _mm256_broadcastd_epi32(_mm_loadu_si32(&a.sum));
 }
 
-// Keeps the NT per-token sums in registers, one chunk of codes at a time: unpinned, GCC 12
-// computes a block's 32 (NT = 4) products before adding any and spills them to the stack
-// (packed_bench Q4_0 4096 x 4096 x 64 tokens, 4-token tiles: 203 M instructions per pass
-// unpinned, 166 M pinned).
-#define PINFER_PIN(v)                                                    \
-  do {                                                                   \
-    PINFER_UNROLL                                                        \
-    for (int pin_t = 0; pin_t < NT; ++pin_t) asm("" : "+x"((v)[pin_t])); \
-  } while (0)
+// The register pins (x86_pin.h's PinRegs) keep the NT per-token sums in registers,
+// one chunk of codes at a time: unpinned, GCC 12 computes a block's 32 (NT = 4) products before
+// adding any and spills them to the stack (packed_bench Q4_0 4096 x 4096 x 64 tokens, 4-token
+// tiles: 203 M instructions per pass unpinned, 166 M pinned).
 
 // The exact int32 block sums of 8 rows (lanes) against NT tokens, and their float step.
 template <GgmlType T, typename Block, int NT>
@@ -106,7 +103,7 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, cons
               _mm256_maddubs_epi16(u, _mm256_sign_epi8(Bcast4(a[t][b].qs + 4 * c), s));
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, ones));
         }
-        PINFER_PIN(isum);
+        PinRegs(isum);
       }
 #endif
     } else {
@@ -144,7 +141,7 @@ inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, cons
           p16[t] =
               _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(hi, Bcast4(a[t][b].qs + 16 + 4 * c)));
         }
-        PINFER_PIN(p16);
+        PinRegs(p16);
       }
       const __m256i ones = _mm256_set1_epi16(1);
       PINFER_UNROLL

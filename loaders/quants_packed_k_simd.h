@@ -34,6 +34,7 @@
 
 #include "loaders/quants_packed_k.h"
 #include "loaders/quants_q8k.h"
+#include "loaders/x86_pin.h"
 
 namespace pinfer::quants {
 namespace {
@@ -201,9 +202,7 @@ constexpr int kRun = V::kI16 ? (kF == kQ4   ? 8
 // unpinned, GCC 12 computes many products ahead of their adds and spills them to the stack.
 template <class V, int NT>
 inline void Pin(typename V::I (&v)[NT]) {
-  if constexpr (requires { V::kPin; }) {
-    for (int t = 0; t < NT; ++t) asm("" : "+x"(v[t]));
-  }
+  if constexpr (requires { V::kPin; }) PinRegs(v);
 }
 // The block at p, as far as the compiler knows a different one (kPin policies): the prefill
 // paths load each code vector once per sub-block chain; unlaundered, GCC 12 keeps the vectors
