@@ -20,6 +20,11 @@ using attention::AttentionKernels;
 using attention::HeadRows;
 using attention::kTile;
 
+// Rows per kernel call within a tile, and how many rows ahead of the chunk being read the
+// prefetches ask for (at most kTile: the rows of the next tile are the last known).
+constexpr int kChunk = 16;
+constexpr int kAhead = 32;
+
 // Bytes [begin, end) of each row that the kv heads in range read (rounded out to lines).
 struct RowSpan {
   size_t begin = 0, end = 0;
@@ -93,58 +98,82 @@ struct TileWalk {
   const AttentionShape& s;
   int group, kv_begin, kv_end;
   HeadRows rows;  // dtype, n_row and hd set; rows, n and begin per call
-  RowSpan span;
+  RowSpan span;   // the bytes of a row the kv heads in range read
 
-  // Scores of the tile's keys for every query head in range (soft-capped when asked).
-  void Score(const float* q, float* scores, float* buf) {
+  // Scores of keys [j0, j0 + n) of the tile (rows[0, n)) for every query head in range,
+  // soft-capped when asked.
+  void Score(const uint8_t* const* rows_at, int j0, int n, const float* q, float* scores,
+             float* buf) {
     const float scale = s.softcap > 0 ? 1.0f : s.scale;  // a cap comes before the scale
+    rows.rows = rows_at;
+    rows.n = n;
     for (int kv = kv_begin; kv < kv_end; ++kv) {
       const int h0 = (kv - kv_begin) * group;
       rows.begin = int64_t{kv} * s.head_dim;
       k.score(rows, q + static_cast<size_t>(h0) * s.head_dim, group, scale,
-              scores + static_cast<size_t>(h0) * kTile, buf);
+              scores + static_cast<size_t>(h0) * kTile + j0, buf);
     }
     if (s.softcap <= 0) return;
     const float cap = s.softcap, inv_cap = 1.0f / s.softcap;
     for (int h = 0; h < (kv_end - kv_begin) * group; ++h) {
-      float* p = scores + static_cast<size_t>(h) * kTile;
-      for (int j = 0; j < rows.n; ++j) p[j] = cap * std::tanh(p[j] * inv_cap) * s.scale;
+      float* p = scores + static_cast<size_t>(h) * kTile + j0;
+      for (int j = 0; j < n; ++j) p[j] = cap * std::tanh(p[j] * inv_cap) * s.scale;
     }
   }
 
-  void Accumulate(const float* p, float* out, float* buf) {
+  // Adds the weighted values of the tile's tokens [j0, j0 + n) (rows[0, n)) in token order.
+  void Accumulate(const uint8_t* const* rows_at, int j0, int n, const float* p, float* out,
+                  float* buf) {
+    rows.rows = rows_at;
+    rows.n = n;
     for (int kv = kv_begin; kv < kv_end; ++kv) {
       const int h0 = (kv - kv_begin) * group;
       rows.begin = int64_t{kv} * s.head_dim;
-      k.accumulate(rows, p + static_cast<size_t>(h0) * kTile, group,
+      k.accumulate(rows, p + static_cast<size_t>(h0) * kTile + j0, group,
                    out + static_cast<size_t>(h0) * s.head_dim, buf);
     }
   }
 
   // Positions [first, end): out (unnormalised), m and l hold the online softmax's state.
+  // A tile's keys are scored, and its values added, a chunk of kChunk rows at a time; before
+  // each chunk the keys (or values) kAhead rows further on are prefetched, so the requests are
+  // spread over the tile rather than issued in one burst that the core's miss buffers cannot
+  // hold. The chunks only cut the calls: every sum runs in the same order as over the whole
+  // tile.
   void Run(int first, int end, const float* q, float* scores, float* m, float* l, float* out,
            float* buf) {
     const int n_q = (kv_end - kv_begin) * group;
-    const uint8_t* k_rows[2][kTile];
-    const uint8_t* v_rows[kTile];
-    TileRows(cache, table, layer, 0, first, std::min(kTile, end - first), k_rows[0]);
-    for (int t0 = first, step = 0; t0 < end; t0 += kTile, ++step) {
-      rows.n = std::min(kTile, end - t0);
-      TileRows(cache, table, layer, 1, t0, rows.n, v_rows);
-      Prefetch(v_rows, rows.n, span);
-      if (const int next = t0 + kTile; next < end) {  // the next tile's keys, ahead
-        const int n_next = std::min(kTile, end - next);
-        TileRows(cache, table, layer, 0, next, n_next, k_rows[(step + 1) % 2]);
-        Prefetch(k_rows[(step + 1) % 2], n_next, span);
+    // Rows of this tile [0, kTile) and the next one [kTile, 2 kTile).
+    const uint8_t* k_rows[2 * kTile];
+    const uint8_t* v_rows[2 * kTile];
+    const int n_first = std::min(kTile, end - first);
+    TileRows(cache, table, layer, 0, first, n_first, k_rows + kTile);
+    TileRows(cache, table, layer, 1, first, n_first, v_rows + kTile);
+    Prefetch(k_rows + kTile, std::min(kAhead, n_first), span);
+    for (int t0 = first; t0 < end; t0 += kTile) {
+      const int n = std::min(kTile, end - t0);
+      std::copy(k_rows + kTile, k_rows + kTile + n, k_rows);
+      std::copy(v_rows + kTile, v_rows + kTile + n, v_rows);
+      const int n_next = std::max(0, std::min(kTile, end - t0 - kTile));  // n == kTile if > 0
+      TileRows(cache, table, layer, 0, t0 + kTile, n_next, k_rows + kTile);
+      TileRows(cache, table, layer, 1, t0 + kTile, n_next, v_rows + kTile);
+      const int n_rows = n + n_next;  // rows known, this tile's and the next one's
+      for (int j0 = 0; j0 < n; j0 += kChunk) {
+        const int a = j0 + kAhead;
+        // The first tile's values: asked for while its keys are scored.
+        if (t0 == first) Prefetch(v_rows + j0, std::min(kChunk, n - j0), span);
+        if (a < n_rows) Prefetch(k_rows + a, std::min(kChunk, n_rows - a), span);
+        Score(k_rows + j0, j0, std::min(kChunk, n - j0), q, scores, buf);
       }
-      rows.rows = k_rows[step % 2];
-      Score(q, scores, buf);
       for (int h = 0; h < n_q; ++h) {
-        UpdateSoftmax(k, scores + static_cast<size_t>(h) * kTile, rows.n, &m[h], &l[h],
+        UpdateSoftmax(k, scores + static_cast<size_t>(h) * kTile, n, &m[h], &l[h],
                       out + static_cast<size_t>(h) * s.head_dim, s.head_dim);
       }
-      rows.rows = v_rows;
-      Accumulate(scores, out, buf);
+      for (int j0 = 0; j0 < n; j0 += kChunk) {
+        const int a = j0 + kAhead;
+        if (a < n_rows) Prefetch(v_rows + a, std::min(kChunk, n_rows - a), span);
+        Accumulate(v_rows + j0, j0, std::min(kChunk, n - j0), scores, out, buf);
+      }
     }
   }
 };
@@ -200,6 +229,18 @@ void AttendOneWith(const AttentionKernels& k, const KvCache& cache, SeqId seq, i
 }
 
 }  // namespace attention
+
+int KvHeadsPerItem(int n_kv_heads, int n_tokens, int n_threads) {
+  if (n_kv_heads <= 1) return 1;
+  // Items per token: enough for n_threads (one token: its heads cost the same, so an even
+  // split needs no more), or 4 per thread (tokens of different context lengths, balanced by
+  // dynamic chunks); the fewest that divide the heads evenly.
+  const int64_t want = n_tokens <= 1 ? n_threads : 4 * int64_t{n_threads};
+  const int64_t per_token = std::max<int64_t>(1, (want + n_tokens - 1) / std::max(n_tokens, 1));
+  int items = static_cast<int>(std::min<int64_t>(per_token, n_kv_heads));
+  while (n_kv_heads % items != 0) ++items;
+  return n_kv_heads / items;
+}
 
 void AttendOne(const KvCache& cache, SeqId seq, int layer, const AttentionShape& s, const float* q,
                int n_ctx, int kv_begin, int kv_end, float* out, float* scratch) {

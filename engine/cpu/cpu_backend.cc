@@ -160,19 +160,22 @@ void CpuBackend::Attention(const ForwardBatch& batch, const KvCache& cache, int 
                        c.query_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   shape.window = c.layer(layer).window;
   shape.softcap = c.attn_softcap;
-  const int64_t items = static_cast<int64_t>(batch.size()) * c.n_kv_heads;
+  // Items of one token's run of `per` kv heads (KvHeadsPerItem: adjacent bytes of each row),
+  // taken in dynamic chunks of one: the tokens' contexts differ in length.
+  const int per = KvHeadsPerItem(c.n_kv_heads, batch.size(), pool_.size());
+  const int per_token = c.n_kv_heads / per;
+  const int64_t items = static_cast<int64_t>(batch.size()) * per_token;
   const float* q = Buf(CpuBuffer::kQ);
   float* att = Buf(CpuBuffer::kAttnOut);
-  // Dynamic chunks of one (token, kv head): the tokens' contexts differ in length.
   pool_.ParallelForDynamic(
       items,
       [&](int64_t begin, int64_t end, int thread) {
         float* scratch = ws_->Get(CpuBuffer::kAttentionScores, thread);
         for (int64_t item = begin; item < end; ++item) {
-          const int t = static_cast<int>(item / c.n_kv_heads);
-          const int kv = static_cast<int>(item % c.n_kv_heads);
+          const int t = static_cast<int>(item / per_token);
+          const int kv = static_cast<int>(item % per_token) * per;
           AttendOne(cache, batch.seq_ids[t], layer, shape, q + (size_t)t * c.q_dim(),
-                    batch.positions[t] + 1, kv, kv + 1, att + (size_t)t * c.q_dim(), scratch);
+                    batch.positions[t] + 1, kv, kv + per, att + (size_t)t * c.q_dim(), scratch);
         }
       },
       1);

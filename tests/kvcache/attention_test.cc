@@ -259,17 +259,50 @@ TEST(Attention, WindowPagedAndContiguousAreBitIdentical) {
 }
 
 TEST(Attention, SplittingKvHeadsGivesTheSameResult) {
-  const Filled f = MakeCache(KvDtype::kQ8_0, KvLayout::kPaged, 16, 32, 8, 32, 100, 5);
-  const std::vector<float> q = Query(32, 32, 11);
-  for (const AttentionKernels* k : Sets()) {
-    const std::vector<float> whole = Attend(*k, f, q, 100);
-    std::vector<float> split(whole.size(), 0.0f);
-    std::vector<float> scratch(AttentionScratchFloats(f.shape));
-    for (int h = 0; h < 8; h += 3) {
-      attention::AttendOneWith(*k, *f.cache, 1, kLayer, f.shape, q.data(), 100, h,
-                               std::min(8, h + 3), split.data(), scratch.data());
+  // Contexts of one tile and of several (with a partial last tile and chunk), kv heads one at
+  // a time and in uneven runs: the prefetches and chunked kernel calls of a run of heads
+  // must leave every head's sums as they are.
+  for (KvDtype d : {KvDtype::kQ8_0, KvDtype::kF16, KvDtype::kFp8E4M3}) {
+    for (int n_ctx : {100, 333}) {
+      const Filled f = MakeCache(d, KvLayout::kPaged, 16, 32, 8, 32, n_ctx, 5);
+      const std::vector<float> q = Query(32, 32, 11);
+      for (const AttentionKernels* k : Sets()) {
+        const std::vector<float> whole = Attend(*k, f, q, n_ctx);
+        for (int run : {1, 3}) {
+          std::vector<float> split(whole.size(), 0.0f);
+          std::vector<float> scratch(AttentionScratchFloats(f.shape));
+          for (int h = 0; h < 8; h += run) {
+            attention::AttendOneWith(*k, *f.cache, 1, kLayer, f.shape, q.data(), n_ctx, h,
+                                     std::min(8, h + run), split.data(), scratch.data());
+          }
+          EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)), 0)
+              << k->name << " " << KvDtypeName(d) << " n_ctx " << n_ctx << " run " << run;
+        }
+      }
     }
-    EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)), 0) << k->name;
+  }
+}
+
+TEST(Attention, KvHeadsPerItemDividesTheHeadsAndFeedsEveryThread) {
+  EXPECT_EQ(KvHeadsPerItem(32, 1, 2), 16);  // llama2-7b decode on 2 threads: 2 items
+  EXPECT_EQ(KvHeadsPerItem(8, 1, 2), 4);    // llama3-8b
+  EXPECT_EQ(KvHeadsPerItem(32, 1, 1), 32);  // one thread: whole rows
+  EXPECT_EQ(KvHeadsPerItem(32, 512, 2), 32);
+  EXPECT_EQ(KvHeadsPerItem(32, 2, 2), 8);  // several tokens: ~4 items per thread
+  EXPECT_EQ(KvHeadsPerItem(5, 1, 2), 1);   // 5 heads: 5 items of 1
+  EXPECT_EQ(KvHeadsPerItem(1, 1, 16), 1);
+  EXPECT_EQ(KvHeadsPerItem(4, 1, 16), 1);
+  for (int n_kv : {1, 2, 3, 4, 6, 8, 12, 32, 40, 64}) {
+    for (int tokens : {1, 2, 3, 7, 64, 512}) {
+      for (int threads : {1, 2, 3, 8, 64}) {
+        const int per = KvHeadsPerItem(n_kv, tokens, threads);
+        ASSERT_GE(per, 1);
+        ASSERT_EQ(n_kv % per, 0) << n_kv << " " << tokens << " " << threads;
+        const int64_t items = int64_t{tokens} * (n_kv / per);
+        // Fewer items than threads only when even one head per item gives no more.
+        if (per > 1) EXPECT_GE(items, threads) << n_kv << " " << tokens << " " << threads;
+      }
+    }
   }
 }
 
