@@ -1,6 +1,9 @@
 #include "engine/backend.h"
 
+#include <algorithm>
 #include <span>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -37,6 +40,14 @@ absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int 
     return absl::InvalidArgumentError(absl::StrCat("a step of ", n, " tokens exceeds the ",
                                                    max_tokens, " this backend was sized for"));
   }
+  if (batch.positions.size() != batch.tokens.size() ||
+      batch.seq_ids.size() != batch.tokens.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a step of ", n, " tokens has ", batch.positions.size(), " positions and ",
+                     batch.seq_ids.size(), " sequence ids; build it with ForwardBatch::Add"));
+  }
+  std::vector<std::tuple<SeqId, int, int>> slots;  // (sequence, position, token) of each token
+  slots.reserve(static_cast<size_t>(n));
   for (int t = 0; t < n; ++t) {
     const int32_t tok = batch.tokens[t];
     if (tok < 0 || tok >= n_vocab) {
@@ -50,6 +61,26 @@ absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int 
           absl::StrCat("sequence ", seq, " has no KV slot for position ", pos));
     }
     if (absl::Status s = CheckSlot(cache, seq, pos); !s.ok()) return s;
+    slots.emplace_back(seq, pos, t);
+  }
+  std::sort(slots.begin(), slots.end());
+  for (size_t i = 1; i < slots.size(); ++i) {
+    const auto& [seq, pos, first] = slots[i - 1];
+    if (std::get<0>(slots[i]) == seq && std::get<1>(slots[i]) == pos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokens ", first, " and ", std::get<2>(slots[i]),
+                       " of the step both write sequence ", seq, "'s position ", pos,
+                       "; each token of a step must name its own (sequence, position)"));
+    }
+  }
+  int prev = -1;
+  for (const int32_t row : batch.logit_rows) {
+    if (row <= prev || row >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "logit row ", row, " is not a token of the step (0..", n - 1,
+          ") after the one before it (", prev, "): logit_rows must increase within the step"));
+    }
+    prev = row;
   }
   return absl::OkStatus();
 }

@@ -33,8 +33,10 @@ struct ForwardBatch {
 // The checks every backend makes before a step: at most max_tokens tokens, each id inside a
 // vocabulary of n_vocab, each position p in [0, cache.num_tokens(seq)) with every block table
 // of the sequence reaching it and holding its block (a sliding-window table lets the blocks
-// before its window go). InvalidArgument (size, ids) or FailedPrecondition (KV slots), naming
-// the token, sequence and position.
+// before its window go), no two tokens naming the same (sequence, position) (backends write
+// a step's K/V rows in parallel), and logit_rows increasing inside [0, n). InvalidArgument
+// (size, ids, a slot named twice, logit rows) or FailedPrecondition (KV slots), naming the
+// token, sequence and position.
 absl::Status ValidateBatch(const ForwardBatch& batch, const KvCache& cache, int n_vocab,
                            int max_tokens);
 

@@ -63,6 +63,36 @@ TEST(ValidateBatch, RefusesPositionsWithoutASlot) {
   EXPECT_EQ(unknown.code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// A step whose tokens name one (sequence, position) twice would have two threads write one KV
+// row; logit rows outside the step or out of order would read logits that were never made;
+// vectors of different lengths would be read past their end.
+TEST(ValidateBatch, RefusesASlotNamedTwiceAndBadLogitRows) {
+  auto cache = WindowCache();
+  ASSERT_TRUE(cache->AddSequence(1).ok());
+  ASSERT_TRUE(cache->Append(1, 8).ok());
+  ASSERT_TRUE(cache->AddSequence(2).ok());
+  ASSERT_TRUE(cache->Append(2, 8).ok());
+  ForwardBatch two_seqs = Batch(1, 3, 1);
+  two_seqs.Add(1, 3, 2, true);  // the same position of another sequence: allowed
+  EXPECT_TRUE(ValidateBatch(two_seqs, *cache, kVocab, 8).ok());
+  ForwardBatch twice = Batch(1, 0, 4);
+  twice.Add(1, 2, 1, false);
+  const absl::Status dup = ValidateBatch(twice, *cache, kVocab, 8);
+  EXPECT_EQ(dup.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dup.message(),
+              HasSubstr("tokens 2 and 4 of the step both write sequence 1's position 2"));
+  ForwardBatch outside = Batch(1, 0, 3);
+  outside.logit_rows = {1, 3};
+  const absl::Status out = ValidateBatch(outside, *cache, kVocab, 8);
+  EXPECT_EQ(out.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.message(), HasSubstr("logit row 3 is not a token of the step (0..2)"));
+  ForwardBatch unordered = Batch(1, 0, 3);
+  unordered.logit_rows = {2, 1};
+  EXPECT_EQ(ValidateBatch(unordered, *cache, kVocab, 8).code(), absl::StatusCode::kInvalidArgument);
+  unordered.logit_rows = {0, 0};
+  EXPECT_EQ(ValidateBatch(unordered, *cache, kVocab, 8).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // 60 tokens computed: the window of position 60 is 41..60, so the window table let go of
 // blocks 0 and 1 (positions 0..31) while the full table keeps them. Writing position 31 again
 // is refused; 32 (block 2, still held) is not.
