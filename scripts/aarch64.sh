@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 64-bit ARM build, cross-compiled on an x86-64 Debian 12 machine, and its tests under
 # user-mode emulation (qemu-user): the engine's libraries and the tests of the quantized
-# formats, the CPU kernels, attention and the stories260K golden text
+# formats, the CPU kernels, attention, the CPU backend's thread splits and the stories260K golden text
 # (cmake/aarch64-linux-gnu.cmake: an engine-only build, so the target needs only abseil,
 # GoogleTest and the nlohmann-json headers). The tests run on qemu's default CPU (every
 # extension, the dot product included), and all but the golden text again on a Cortex-A53
@@ -16,7 +16,7 @@ BUILD_DIR=${AARCH64_BUILD_DIR:-build-aarch64}
 # The tests that run under emulation (each a target of the same name).
 TESTS=(quants_test quants_kernels_test quants_layout_test quants_q8a_test quants_q8k_test quants_tile_test
   quants_packed_test quants_packed_k_test matmul_test repack_test kv_codec_test attention_kernels_test
-  attention_test stories_test)
+  attention_test cpu_backend_threads_test stories_test)
 # CPUs the tests run on: qemu's "max" (all extensions) and a Cortex-A53 (no dot product), so
 # both sides of each run-time CPU check run. All of TESTS on both: about 18 s each here.
 CPUS=(max cortex-a53)
