@@ -217,6 +217,16 @@ inline const Packed& Relaunder(const Packed& p) {
   if constexpr (requires { V::kPin; }) asm("" : "+r"(q));
   return *q;
 }
+// The pointer p, as far as the compiler knows unrelated to the one before (kPin policies): the
+// Q6_K decode loop reads each activation block position once; unlaundered, GCC 12's predictive
+// commoning loads the next (h, s) step's activation words early into general registers, rotates
+// them through stack slots and broadcasts them from there (vmovd + vpbroadcastd) instead of one
+// vpbroadcastd from memory each.
+template <class V>
+inline const uint8_t* LaunderAct(const uint8_t* p) {
+  if constexpr (requires { V::kPin; }) asm("" : "+r"(p));
+  return p;
+}
 template <class V>
 inline typename V::I PDot(typename V::I acc, typename V::I w, const uint8_t* a) {
   if constexpr (V::kI16) {
@@ -261,6 +271,8 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
     if constexpr (NT <= V::kQuadTok6) {  // decode: the 4 quarters' chains at once
       for (int h = 0; h < 2; ++h) {
         for (int s = 0; s < 2; ++s) {  // sub-blocks 8h + 2q + s, q = 0..3: positions 4s..4s+3
+          const uint8_t* as[NT];
+          for (int t = 0; t < NT; ++t) as[t] = LaunderAct<V>(a[t] + kQsOff + 128 * h + 16 * s);
           I sc[4], tq[4][NT];
           for (int q = 0; q < 4; ++q) {
             sc[q] = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
@@ -276,7 +288,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
               const I w = V::Or(V::And(q >= 2 ? V::Srli16(ql, 4) : ql, low4),
                                 V::And(BitsTo4<V>(qh, 2 * q), top2));
               for (int t = 0; t < NT; ++t) {
-                tq[q][t] = PDot<V>(tq[q][t], w, a[t] + kQsOff + 128 * h + 32 * q + 4 * k);
+                tq[q][t] = PDot<V>(tq[q][t], w, as[t] + 32 * q + 4 * kk);
               }
             }
             if ((kk + 1) % kRun<V, kF> == 0 || kk == 3) {
