@@ -34,12 +34,6 @@ struct Avx2V : Ymm {
   static I Mad16(I acc, I w, const uint8_t* a) {
     return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, Bcast(a)));
   }
-  // Q6_K prefill with biased activations (quants_packed_k_simd.h's kActBias): the broadcast
-  // a + 128 as vpmaddubsw's unsigned operand, the signed codes q - 32 as its signed one.
-  static constexpr bool kQ6ActBias = true;
-  static I Mad16Act(I acc, I w, const uint8_t* a) {
-    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(Bcast(a), w));
-  }
   static I Madd16(I a, I b) { return _mm256_madd_epi16(a, b); }
   static I Dot2(I acc, I w, const uint8_t* b) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(w, Bcast(b)));

@@ -31,7 +31,6 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "loaders/quants_packed_k.h"
 #include "loaders/quants_q8k.h"
@@ -122,11 +121,8 @@ struct Ymm {
   static I Set1(int v) { return _mm256_set1_epi32(v); }
   static I And(I a, I b) { return _mm256_and_si256(a, b); }
   static I Or(I a, I b) { return _mm256_or_si256(a, b); }
-  static I Xor(I a, I b) { return _mm256_xor_si256(a, b); }
   static I Add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I Sub(I a, I b) { return _mm256_sub_epi32(a, b); }
-  static I Sub8(I a, I b) { return _mm256_sub_epi8(a, b); }
-  static I Add8(I a, I b) { return _mm256_add_epi8(a, b); }
   static I MulLo(I a, I b) { return _mm256_mullo_epi32(a, b); }
   static I Srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
   static I Slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
@@ -453,33 +449,14 @@ void Tile(const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act, int6
 // tokens runs over it: the unpacking (nibbles, Q6_K's top two bits, 6-bit scales and mins) is
 // paid once per chunk instead of once per kTok tokens. Same integer sums and float steps as
 // BlockStep, in the same order per super-block (bit for bit).
-//
-// Q6_K with V::kQ6ActBias (AVX2): the codes are stored signed, q - 32 (-32..31), and the tiles
-// take the activations biased to unsigned bytes, a + 128 (0..255; PackedDot's copy with every qs
-// byte xor 0x80), as vpmaddubsw's unsigned operand. Then sum_j sc_j sum_i (a_i + 128)(q_i - 32)
-// - bias equals the row kernel's sum_j sc_j sum_i a_i q_i - 32 sum_j sc_j bsums_j exactly, with
-// bias = 128 sum_j sc_j sum_i (q_i - 32) per row, computed once per decode: no side term per
-// token (8 vpmaddwd + 8 vpaddd + 8 broadcasts per token and super-block). vpmaddubsw's pairs stay
-// within 2 * 255 * 32 = 16320, so kRun = 2 as before; |total before the bias| <= 16 * 128 * 16 *
-// 255 * 32 < 2^31.
-template <class V, Fmt kF>
-constexpr bool kActBias = [] {
-  if constexpr (kF == kQ6 && requires { V::kQ6ActBias; }) {
-    return V::kQ6ActBias;
-  } else {
-    return false;
-  }
-}();
-
 template <class V, Fmt kF>
 struct DecodedBlock {
   static constexpr int kSub = kF == kQ6 ? 16 : 8;  // sub-blocks (16 / 32 values)
   static constexpr int kPos = kF == kQ6 ? 4 : 8;   // 4-value positions per sub-block
-  // Row r in lane r: unsigned codes, or with kActBias signed q - 32.
-  alignas(32) uint8_t codes[kSub][kPos][32];
-  alignas(32) uint8_t sc[kSub][32];  // sub-block j's scale as PFlush takes it
+  alignas(32) uint8_t codes[kSub][kPos][32];       // unsigned codes, row r in lane r
+  alignas(32) uint8_t sc[kSub][32];                // sub-block j's scale as PFlush takes it
   // Against the activation block sums (V::Dot2 with bsums + 4j): Q4_K / Q5_K (m_j, m_j),
-  // Q6_K (sc[2j], sc[2j + 1]); kActBias: side[0] is -bias (int32 per row), the rest unused.
+  // Q6_K (sc[2j], sc[2j + 1]).
   alignas(32) uint8_t side[8][32];
   alignas(32) float dw[kPackKRows], dm[kPackKRows];
 };
@@ -504,33 +481,14 @@ inline void DecodeBlock(const uint8_t* blk, DecodedBlock<V, kF>& d) {
           const I ql = (q & 1) ? ql1 : ql0;
           const I w = V::Or(V::And(q >= 2 ? V::Srli16(ql, 4) : ql, low4),
                             V::And(BitsTo4<V>(qh, 2 * q), top2));
-          if constexpr (kActBias<V, kF>) {
-            V::StoreI(d.codes[8 * h + 2 * q + k / 4][k % 4], V::Sub8(w, V::Set1(0x20202020)));
-          } else {
-            V::StoreI(d.codes[8 * h + 2 * q + k / 4][k % 4], w);
-          }
+          V::StoreI(d.codes[8 * h + 2 * q + k / 4][k % 4], w);
         }
       }
     }
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) V::StoreI(d.sc[j], ScaleQ6<V>(p.scales[j], gs));
-    if constexpr (kActBias<V, kF>) {
-      // -bias = -128 sum_j sc_j sum_i (q_i - 32): per sub-block the 4 positions' signed codes
-      // summed as bytes (-128..124), their int16 pair sums (8 codes each) by vpmaddubsw against
-      // ones, folded by sc_j as the tiles fold theirs.
-      static constexpr uint8_t kOnes[4] = {1, 1, 1, 1};
-      I bias = V::Zero();
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {
-        const I c = V::Add8(V::Add8(V::Load(d.codes[j][0], 0), V::Load(d.codes[j][1], 0)),
-                            V::Add8(V::Load(d.codes[j][2], 0), V::Load(d.codes[j][3], 0)));
-        bias = PFlush<V>(bias, V::Mad16Act(V::Zero(), c, kOnes), V::Load(d.sc[j], 0));
-      }
-      V::StoreI(d.side[0], V::Sub(V::Zero(), V::Slli32(bias, 7)));
-    } else {
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) V::StoreI(d.side[j], V::Q6Pairs(p.scales[2 * j], gs));
-    }
+    for (int j = 0; j < 8; ++j) V::StoreI(d.side[j], V::Q6Pairs(p.scales[2 * j], gs));
   } else {
     const KScalesV<V, Packed> sc(p, gs);
 #pragma GCC unroll 4
@@ -562,9 +520,8 @@ void DecodedTile(const DecodedBlock<V, kF>& d, const uint8_t* act, int64_t act_r
   using D = DecodedBlock<V, kF>;
   const uint8_t* a[NT];
   for (int t = 0; t < NT; ++t) a[t] = act + t * act_row_bytes;
-  constexpr bool kBias = kActBias<V, kF>;
   I sumi[NT];
-  for (int t = 0; t < NT; ++t) sumi[t] = kBias ? V::Load(d.side[0], 0) : V::Zero();
+  for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
 #pragma GCC unroll 16
   for (int j = 0; j < D::kSub; ++j) {
     I tmp[NT];
@@ -573,12 +530,7 @@ void DecodedTile(const DecodedBlock<V, kF>& d, const uint8_t* act, int64_t act_r
     for (int k = 0; k < D::kPos; ++k) {
       const I w = V::Load(d.codes[j][k], 0);
       for (int t = 0; t < NT; ++t) {
-        const uint8_t* at = a[t] + kQsOff + 4 * D::kPos * j + 4 * k;
-        if constexpr (kBias) {
-          tmp[t] = V::Mad16Act(tmp[t], w, at);
-        } else {
-          tmp[t] = PDot<V>(tmp[t], w, at);
-        }
+        tmp[t] = PDot<V>(tmp[t], w, a[t] + kQsOff + 4 * D::kPos * j + 4 * k);
       }
       Pin<V>(tmp);
       if ((k + 1) % kRun<V, kF> == 0 || k == D::kPos - 1) {
@@ -593,19 +545,15 @@ void DecodedTile(const DecodedBlock<V, kF>& d, const uint8_t* act, int64_t act_r
   }
   I side[NT];
   for (int t = 0; t < NT; ++t) side[t] = V::Zero();
-  if constexpr (!kBias) {
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const I m = V::Load(d.side[j], 0);
-      for (int t = 0; t < NT; ++t) side[t] = V::Dot2(side[t], m, a[t] + kBsumsOff + 4 * j);
-    }
+  for (int j = 0; j < 8; ++j) {
+    const I m = V::Load(d.side[j], 0);
+    for (int t = 0; t < NT; ++t) side[t] = V::Dot2(side[t], m, a[t] + kBsumsOff + 4 * j);
   }
   const F dw = V::LoadF(d.dw);
   for (int t = 0; t < NT; ++t) {
     const F da = V::Set1F(ActScale(a[t]));
-    if constexpr (kBias) {  // sumi began at -bias: the row kernel's total
-      V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(sumi[t]), V::LoadF(acc[t])));
-    } else if constexpr (kF == kQ6) {
+    if constexpr (kF == kQ6) {
       const I total = V::Sub(sumi[t], V::Slli32(side[t], 5));
       V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc[t])));
     } else {
@@ -674,25 +622,6 @@ inline void TileN(int nt, const uint8_t* w, int64_t gs, int rows_valid, const ui
   kFns[nt - 1](w, gs, rows_valid, act, act_row_bytes, nb, y, y_row_stride, prefetch);
 }
 
-// kActBias's activations: nt rows of nb Q8_K blocks (row t at act + t * act_row_bytes) to dst
-// (same layout), each block's d kept and its qs bytes xor 0x80 (a + 128 as unsigned bytes); the
-// bsums are not copied (the biased tiles do not read them).
-template <class V>
-void BiasActs(const uint8_t* act, int64_t act_row_bytes, int nt, int64_t nb, uint8_t* dst) {
-  using I = typename V::I;
-  const I flip = V::Set1(static_cast<int>(0x80808080u));
-  for (int t = 0; t < nt; ++t) {
-    for (int64_t i = 0; i < nb; ++i) {
-      const uint8_t* s = act + t * act_row_bytes + i * kActBlock;
-      uint8_t* o = dst + t * act_row_bytes + i * kActBlock;
-      std::memcpy(o, s, kQsOff);
-      for (int b = 0; b < kQK_K; b += 32) {
-        V::StoreI(o + kQsOff + b, V::Xor(V::Load(s + kQsOff + b, 0), flip));
-      }
-    }
-  }
-}
-
 // Tokens per register block of policy V for format kF (Q6_K keeps fewer registers per token).
 template <class V, Fmt kF>
 constexpr int kTokOf = kF == kQ6 ? V::kTok6 : V::kTok;
@@ -717,25 +646,14 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
     // Prefill: each group's super-blocks decoded once per chunk.
     if (Wide::kDecodeOnce[kF] && n_tok > kWideTok) {
       if (chunk > kMaxChunkTok) chunk = kMaxChunkTok / kWideTok * kWideTok;
-      // kActBias: the chunk's activation rows with every qs byte xor 0x80 (a + 128 as unsigned
-      // bytes), in a buffer of this thread's reused across calls.
-      thread_local std::vector<uint8_t> biased;
-      if constexpr (kActBias<Wide, kF>) {
-        biased.resize(static_cast<size_t>(chunk * act_row_bytes));
-      }
       for (int64_t c0 = 0; c0 < n_tok; c0 += chunk) {
         const int nt = static_cast<int>(c0 + chunk < n_tok ? chunk : n_tok - c0);
-        const uint8_t* ac = ab + c0 * act_row_bytes;
-        if constexpr (kActBias<Wide, kF>) {
-          BiasActs<Wide>(ac, act_row_bytes, nt, nb, biased.data());
-          ac = biased.data();
-        }
         for (int64_t g = 0; g < n_groups; ++g) {
           const int64_t r0 = g * kPackKRows;
           const int rows_valid =
               static_cast<int>(n_rows - r0 < kPackKRows ? n_rows - r0 : kPackKRows);
-          GroupChunk<Wide, kF>(wb + g * gs, rows_valid, ac, act_row_bytes, nt, nb,
-                               y + c0 * y_row_stride + r0, y_row_stride);
+          GroupChunk<Wide, kF>(wb + g * gs, rows_valid, ab + c0 * act_row_bytes, act_row_bytes, nt,
+                               nb, y + c0 * y_row_stride + r0, y_row_stride);
         }
       }
       return;
