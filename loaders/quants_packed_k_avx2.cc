@@ -38,21 +38,6 @@ struct Avx2V : Ymm {
   static I Dot2(I acc, I w, const uint8_t* b) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(w, Bcast(b)));
   }
-  // Q4_K / Q5_K mins by 32-value sums (quants_packed_k_simd.h's KScalesV::MinQuads).
-  static constexpr bool kMinQuads = true;
-  static I BlendHalves(I lo, I hi) { return _mm256_blend_epi32(lo, hi, 0xf0); }
-  // The Q8_K block sums at bsums (16 int16, one per 16 values) as 32-value sums s_j, in int16
-  // pairs broadcast to the lanes of KScalesV::MinQuads' pairs: q = 0..3 are (s0, s1), (s2, s3),
-  // (s4, s5), (s6, s7) in lanes 0..3 and (s4, s5), (s6, s7), (s0, s1), (s2, s3) in lanes 4..7.
-  static void SumQuads(const uint8_t* bsums, I (&sq)[4]) {
-    const I x = _mm256_loadu_si256(reinterpret_cast<const I*>(bsums));
-    const I h = _mm256_hadd_epi16(x, x);            // s0..s3 s0..s3 | s4..s7 s4..s7
-    const I g = _mm256_permute4x64_epi64(h, 0x4e);  // the two 128-bit halves swapped
-    sq[0] = _mm256_shuffle_epi32(h, 0x00);
-    sq[1] = _mm256_shuffle_epi32(h, 0x55);
-    sq[2] = _mm256_shuffle_epi32(g, 0x00);
-    sq[3] = _mm256_shuffle_epi32(g, 0x55);
-  }
 };
 
 constexpr PackedKQuantKernels kAvx2Set{"avx2", PackedDot<Avx2V, Avx2V, kQ4>,

@@ -21,8 +21,6 @@
 //   operations, Store (lanes to floats);
 //   optionally kDecodeOnce[3] (8-row policies with StoreI): per format (kQ4, kQ5, kQ6), whether
 //   prefill (more than kTok tokens) runs GroupChunk (each super-block decoded once per chunk).
-//   optionally kMinQuads with BlendHalves and SumQuads (8-row policies): Q4_K / Q5_K take the
-//   mins' term from 32-value activation sums, 4 vpmaddwd per token (KScalesV::MinQuads).
 // Every integer sum is exact (int32, no saturation: vpmaddubsw's pair of 6-bit codes times
 // |a| <= 127 stays below 2^15), so the order of integer additions is free; the float steps are
 // quants_q8k.h's, lane by lane.
@@ -80,16 +78,6 @@ constexpr Pattern kScSel[4] = {MakeSel(0, false), MakeSel(1, false), MakeSel(2, 
                                MakeSel(3, false)};
 constexpr Pattern kMinSel[4] = {MakeSel(0, true), MakeSel(1, true), MakeSel(2, true),
                                 MakeSel(3, true)};
-// Bytes 2j and 2j + 1 of each dword as the int16 pair of the dword (kPairSel[j], j = 0..1).
-constexpr Pattern MakePairSel(int j) {
-  Pattern p{};
-  for (int i = 0; i < 32; ++i) {
-    const int dword = (i % 16) / 4, byte = i % 4;
-    p.b[i] = byte % 2 == 0 ? static_cast<uint8_t>(4 * dword + 2 * j + byte / 2) : 0x80;
-  }
-  return p;
-}
-constexpr Pattern kPairSel[2] = {MakePairSel(0), MakePairSel(1)};
 
 inline float ActScale(const uint8_t* block) {
   float d;
@@ -183,16 +171,6 @@ struct KScalesV {
     return V::Shuffle(j < 4 ? sc_lo : sc_hi, V::kI16 ? kMinSel[j & 3] : kScSel[j & 3]);
   }
   typename V::I MinPair(int j) const { return V::Shuffle(j < 4 ? m_lo : m_hi, kMinSel[j & 3]); }
-  // Policies with kMinQuads (8 rows, 256 bits): the mins as int16 pairs in the order of V::
-  // SumQuads' activation pairs: q = 0..3 are rows 0..3 (m0, m1), (m2, m3), (m4, m5), (m6, m7)
-  // and rows 4..7 (m4, m5), (m6, m7), (m0, m1), (m2, m3).
-  void MinQuads(typename V::I (&mq)[4]) const {
-    const typename V::I x = V::BlendHalves(m_lo, m_hi), y = V::BlendHalves(m_hi, m_lo);
-    mq[0] = V::Shuffle(x, kPairSel[0]);
-    mq[1] = V::Shuffle(x, kPairSel[1]);
-    mq[2] = V::Shuffle(y, kPairSel[0]);
-    mq[3] = V::Shuffle(y, kPairSel[1]);
-  }
 };
 
 // Q4_K / Q5_K: the codes of sub-block j at position k from the nibbles in the low 4 bits of
@@ -369,7 +347,6 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
     }
   } else {
     const KScalesV<V, Packed> sc(p, gs);
-#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const I s0 = sc.Sc(2 * c), s1 = sc.Sc(2 * c + 1);
       if constexpr (NT <= V::kSplitTok) {  // both sub-blocks' chains at once (more in flight)
@@ -420,21 +397,9 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
     }
     I summ[NT];
     for (int t = 0; t < NT; ++t) summ[t] = V::Zero();
-    if constexpr (requires { V::kMinQuads; }) {
-      // The 32-value sums s_j = bsums[2j] + bsums[2j + 1] (|s_j| <= 32 * 127: exact as int16)
-      // in int16 pairs against (m_j, m_j') pairs: 4 vpmaddwd per token instead of 8.
-      I mq[4];
-      sc.MinQuads(mq);
-      for (int t = 0; t < NT; ++t) {
-        I sq[4];
-        V::SumQuads(a[t] + kBsumsOff, sq);
-        for (int q = 0; q < 4; ++q) summ[t] = V::Add(summ[t], V::Madd16(mq[q], sq[q]));
-      }
-    } else {
-      for (int j = 0; j < 8; ++j) {
-        const I mp = sc.MinPair(j);
-        for (int t = 0; t < NT; ++t) summ[t] = V::Dot2(summ[t], mp, a[t] + kBsumsOff + 4 * j);
-      }
+    for (int j = 0; j < 8; ++j) {
+      const I mp = sc.MinPair(j);
+      for (int t = 0; t < NT; ++t) summ[t] = V::Dot2(summ[t], mp, a[t] + kBsumsOff + 4 * j);
     }
     const F dw = V::Half(p.d, gs), dm = V::Half(p.dmin, gs);
     for (int t = 0; t < NT; ++t) {
@@ -459,10 +424,7 @@ template <class V, Fmt kF, int NT>
 void Tile(const uint8_t* w, int64_t gs, int rows_valid, const uint8_t* act, int64_t act_row_bytes,
           int64_t nb, float* y, int64_t y_row_stride, bool prefetch) {
   using Packed = typename PackedOf<kF>::Type;
-  // Zeroed by vector stores (GCC 12 zeroes the array initializer by rep stos: slow to start
-  // once per tile).
-  alignas(64) float acc[NT][V::kRows];
-  for (int t = 0; t < NT; ++t) V::StoreF(acc[t], V::Set1F(0.0f));
+  alignas(64) float acc[NT][V::kRows] = {};
   for (int64_t i = 0; i < nb; ++i) {
     if (prefetch && i + kAhead < nb) {  // block i + kAhead of each of the register block's groups
       const uint8_t* next = w + (i + kAhead) * static_cast<int64_t>(sizeof(Packed));
