@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -110,6 +111,17 @@ class HttpClient {
   std::optional<boost::beast::tcp_stream> stream_;
   boost::beast::flat_buffer buffer_;
 };
+
+// The sample of the metric `name` (a full name: "pagedinfer_requests_running") on the server's
+// /metrics page at port, or -1 when the page or the sample line is absent (# HELP and # TYPE
+// lines name it too, never at a line start followed by a space).
+inline double MetricOf(int port, const std::string& name) {
+  const HttpReply res = HttpClient(port).Get("/metrics");
+  if (res.status != 200) return -1;
+  const std::string key = "\n" + name + " ";
+  const size_t at = res.body.find(key);
+  return at == std::string::npos ? -1 : std::strtod(res.body.c_str() + at + key.size(), nullptr);
+}
 
 // A blocking TCP connection to ip:port, optionally from a chosen local address (any of
 // 127.0.0.0/8 works on Linux: a second "client address"). -1 on failure.

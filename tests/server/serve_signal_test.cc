@@ -56,13 +56,10 @@ std::string Binary() {
 // which of the 40 requests the server reads first is up to its threads, and under load the
 // first connection's request can queue behind 8 s of the others' tokens.
 bool WaitUnderWay(int port, int accepted) {
-  const std::string want = "pagedinfer_requests_accepted_total " + std::to_string(accepted) + "\n";
-  const std::string gen = "\npagedinfer_generation_tokens_total ";  // the sample, not # HELP
+  using pinfer::testing::MetricOf;
   for (int i = 0; i < 1500; ++i) {
-    const std::string m = pinfer::testing::HttpClient(port).Get("/metrics").body;
-    const size_t g = m.find(gen);
-    if (m.find(want) != std::string::npos && g != std::string::npos &&
-        std::strtod(m.c_str() + g + gen.size(), nullptr) > 0) {
+    if (MetricOf(port, "pagedinfer_requests_accepted_total") == accepted &&
+        MetricOf(port, "pagedinfer_generation_tokens_total") > 0) {
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -67,11 +67,7 @@ class ServerFixture : public ::testing::Test {
 
   // A pagedinfer_* figure from /metrics, -1 if absent.
   int64_t Metric(const std::string& name) {
-    auto res = pinfer::testing::HttpClient(port_).Get("/metrics");
-    if (res.status != 200) return -1;
-    const std::string key = "\npagedinfer_" + name + " ";
-    const size_t at = res.body.find(key);
-    return at == std::string::npos ? -1 : std::stoll(res.body.substr(at + key.size()));
+    return static_cast<int64_t>(pinfer::testing::MetricOf(port_, "pagedinfer_" + name));
   }
   // Until no request is in flight (every answer written) and the engine holds no blocks and
   // runs or queues nothing.
