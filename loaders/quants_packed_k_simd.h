@@ -204,22 +204,15 @@ template <class V, int NT>
 inline void Pin(typename V::I (&v)[NT]) {
   if constexpr (requires { V::kPin; }) PinRegs(v);
 }
-// The block at p, as far as the compiler knows a different one (kPin policies): the prefill
-// paths load each code vector once per sub-block chain; unlaundered, GCC 12 keeps the vectors
-// of the chain before in stack slots instead of loading them again from L1.
-template <class V, typename Packed>
-inline const Packed& Relaunder(const Packed& p) {
-  const Packed* q = &p;
-  if constexpr (requires { V::kPin; }) asm("" : "+r"(q));
-  return *q;
-}
-// The pointer p, as far as the compiler knows unrelated to the one before (kPin policies): the
-// Q6_K decode loop reads each activation block position once; unlaundered, GCC 12's predictive
-// commoning loads the next (h, s) step's activation words early into general registers, rotates
-// them through stack slots and broadcasts them from there (vmovd + vpbroadcastd) instead of one
-// vpbroadcastd from memory each.
-template <class V>
-inline const uint8_t* LaunderAct(const uint8_t* p) {
+// The pointer p, as far as the compiler knows unrelated to any before (kPin policies; as is
+// for the others). GCC 12 otherwise keeps what it loaded through an earlier pointer in stack
+// slots instead of loading it again from L1: the prefill paths take the block again per
+// sub-block chain (else the code vectors of the chain before stay in stack slots), and the
+// Q6_K decode loop each activation position (else predictive commoning loads the next (h, s)
+// step's activation words early into general registers, rotates them through stack slots and
+// broadcasts them from there, vmovd + vpbroadcastd, instead of one vpbroadcastd from memory).
+template <class V, typename T>
+inline T* Launder(T* p) {
   if constexpr (requires { V::kPin; }) asm("" : "+r"(p));
   return p;
 }
@@ -250,6 +243,24 @@ inline typename V::I ScaleQ6(const int8_t* p, int64_t gs) {
   }
 }
 
+// The float step of one super-block for one token (quants_q8k.h's order, lane by lane): acc +=
+// dw * da * sumi, then Q4_K / Q5_K acc -= dm * da * side (the mins against the block sums),
+// Q6_K acc += dw * da * (sumi - 32 * side) in one step instead (side: the offset's sums; dm
+// unused).
+template <class V, Fmt kF>
+inline void FinishBlock(float* acc, typename V::F dw, typename V::F dm, const uint8_t* a,
+                        typename V::I sumi, typename V::I side) {
+  const typename V::F da = V::Set1F(ActScale(a));
+  if constexpr (kF == kQ6) {
+    (void)dm;
+    const typename V::I total = V::Sub(sumi, V::Slli32(side, 5));
+    V::StoreF(acc, V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc)));
+  } else {
+    const typename V::F s = V::Fmadd(V::Mul(dw, da), V::ToF(sumi), V::LoadF(acc));
+    V::StoreF(acc, V::Fnmadd(V::Mul(dm, da), V::ToF(side), s));
+  }
+}
+
 // One super-block of the register block's rows against NT tokens: a[t] is token t's activation
 // block, acc[t] its float accumulators (V::kRows floats, in memory).
 template <class V, Fmt kF, int NT>
@@ -259,7 +270,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
   using F = typename V::F;
   using Packed = typename PackedOf<kF>::Type;
   const Packed& p = *reinterpret_cast<const Packed*>(blk);
-  const Packed& p0 = p;  // the prefill loops below take p again from Relaunder<V>(p0)
+  const Packed& p0 = p;  // the prefill loops below take p again from Launder<V>(&p0)
   I sumi[NT];
   for (int t = 0; t < NT; ++t) sumi[t] = V::Zero();
   if constexpr (kF == kQ6) {
@@ -268,7 +279,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
       for (int h = 0; h < 2; ++h) {
         for (int s = 0; s < 2; ++s) {  // sub-blocks 8h + 2q + s, q = 0..3: positions 4s..4s+3
           const uint8_t* as[NT];
-          for (int t = 0; t < NT; ++t) as[t] = LaunderAct<V>(a[t] + kQsOff + 128 * h + 16 * s);
+          for (int t = 0; t < NT; ++t) as[t] = Launder<V>(a[t] + kQsOff + 128 * h + 16 * s);
           I sc[4], tq[4][NT];
           for (int q = 0; q < 4; ++q) {
             sc[q] = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
@@ -304,7 +315,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
         for (int q = 0; q < 4; ++q) {  // quarter q: ql half c = q % 2, nibble q / 2
 #pragma GCC unroll 2
           for (int s = 0; s < 2; ++s) {  // sub-block 8h + 2q + s: positions 4s..4s+3
-            const Packed& p = Relaunder<V>(p0);
+            const Packed& p = *Launder<V>(&p0);
             const I sc = ScaleQ6<V>(p.scales[8 * h + 2 * q + s], gs);
             I tmp[NT];
             for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
@@ -340,11 +351,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
       }
     }
     const F dw = V::Half(p.d, gs);
-    for (int t = 0; t < NT; ++t) {
-      const I total = V::Sub(sumi[t], V::Slli32(side[t], 5));
-      const F da = V::Set1F(ActScale(a[t]));
-      V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc[t])));
-    }
+    for (int t = 0; t < NT; ++t) FinishBlock<V, kF>(acc[t], dw, dw, a[t], sumi[t], side[t]);
   } else {
     const KScalesV<V, Packed> sc(p, gs);
     for (int c = 0; c < 4; ++c) {
@@ -371,7 +378,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
       } else {  // one sub-block at a time (fewer registers: more tokens)
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
-          const Packed& p = Relaunder<V>(p0);
+          const Packed& p = *Launder<V>(&p0);
           const I s = half ? s1 : s0;
           I tmp[NT];
           for (int t = 0; t < NT; ++t) tmp[t] = V::Zero();
@@ -402,12 +409,7 @@ inline void BlockStep(const uint8_t* blk, int64_t gs, const uint8_t* const (&a)[
       for (int t = 0; t < NT; ++t) summ[t] = V::Dot2(summ[t], mp, a[t] + kBsumsOff + 4 * j);
     }
     const F dw = V::Half(p.d, gs), dm = V::Half(p.dmin, gs);
-    for (int t = 0; t < NT; ++t) {
-      const F da = V::Set1F(ActScale(a[t]));
-      F s = V::Fmadd(V::Mul(dw, da), V::ToF(sumi[t]), V::LoadF(acc[t]));
-      s = V::Fnmadd(V::Mul(dm, da), V::ToF(summ[t]), s);
-      V::StoreF(acc[t], s);
-    }
+    for (int t = 0; t < NT; ++t) FinishBlock<V, kF>(acc[t], dw, dm, a[t], sumi[t], summ[t]);
   }
 }
 
@@ -552,15 +554,7 @@ void DecodedTile(const DecodedBlock<V, kF>& d, const uint8_t* act, int64_t act_r
   }
   const F dw = V::LoadF(d.dw);
   for (int t = 0; t < NT; ++t) {
-    const F da = V::Set1F(ActScale(a[t]));
-    if constexpr (kF == kQ6) {
-      const I total = V::Sub(sumi[t], V::Slli32(side[t], 5));
-      V::StoreF(acc[t], V::Fmadd(V::Mul(dw, da), V::ToF(total), V::LoadF(acc[t])));
-    } else {
-      F s = V::Fmadd(V::Mul(dw, da), V::ToF(sumi[t]), V::LoadF(acc[t]));
-      s = V::Fnmadd(V::Mul(V::LoadF(d.dm), da), V::ToF(side[t]), s);
-      V::StoreF(acc[t], s);
-    }
+    FinishBlock<V, kF>(acc[t], dw, kF == kQ6 ? dw : V::LoadF(d.dm), a[t], sumi[t], side[t]);
   }
 }
 
