@@ -96,6 +96,11 @@ Int8Kernel Int8KernelFor(GgmlType t, const MatMulOptions& o) {
 constexpr int64_t kInt8TilesPerBlock = 4;
 constexpr int64_t kInt8ChunkBytes = 192 << 10;
 
+// Chunks per thread of a shared-input call's weights (RunParts): enough that a slowed thread's
+// share moves to the others, few enough that each chunk is many row groups (a 4096-row matrix
+// cut 16 ways: 32 groups of 8 rows per chunk).
+constexpr int64_t kChunksPerThread = 8;
+
 // One matrix of a shared-input call on the 8-bit or the packed path, resolved to its kernels;
 // its rows go in units (8-row groups packed, kMatMulTileRows-row tiles otherwise), the split's
 // granularity.
@@ -231,23 +236,29 @@ std::pair<size_t, int64_t> UnitAt(std::span<const Part> parts, int64_t b) {
   return {parts.size(), 0};
 }
 
-// All the parts' units in one ParallelFor: thread i takes the units whose weights lie in the
-// i-th of size() equal byte ranges of the parts' combined weights.
+// All the parts' units in one operation: the parts' combined weights cut into kChunksPerThread
+// ranges of equal bytes per thread (rounded to unit boundaries), which the threads take from a
+// shared counter (ParallelForDynamic), so a thread that the machine slows down (another
+// process, a VM's stolen time) takes fewer of them instead of holding up the barrier. Each y
+// element is still made by one kernel call over its whole row, whatever the chunks.
 void RunParts(std::span<const Part> parts, int n_tokens, ThreadPool& pool) {
   int64_t total = 0;
   for (const Part& p : parts) total += p.units * p.unit_bytes;
-  const int threads = pool.size();
-  pool.ParallelFor(threads, [&](int64_t begin, int64_t end, int) {
-    for (int64_t i = begin; i < end; ++i) {
-      auto [j0, u0] = UnitAt(parts, total * i / threads);
-      const auto [j1, u1] = i + 1 == threads ? std::pair{parts.size(), int64_t{0}}
-                                             : UnitAt(parts, total * (i + 1) / threads);
-      for (size_t j = j0; j <= j1 && j < parts.size(); ++j) {
-        const int64_t from = j == j0 ? u0 : 0, to = j == j1 ? u1 : parts[j].units;
-        if (from < to) RunUnits(parts[j], from, to, n_tokens);
-      }
-    }
-  });
+  const int64_t chunks = pool.size() == 1 ? 1 : kChunksPerThread * pool.size();
+  pool.ParallelForDynamic(
+      chunks,
+      [&](int64_t begin, int64_t end, int) {
+        for (int64_t i = begin; i < end; ++i) {
+          auto [j0, u0] = UnitAt(parts, total * i / chunks);
+          const auto [j1, u1] = i + 1 == chunks ? std::pair{parts.size(), int64_t{0}}
+                                                : UnitAt(parts, total * (i + 1) / chunks);
+          for (size_t j = j0; j <= j1 && j < parts.size(); ++j) {
+            const int64_t from = j == j0 ? u0 : 0, to = j == j1 ? u1 : parts[j].units;
+            if (from < to) RunUnits(parts[j], from, to, n_tokens);
+          }
+        }
+      },
+      /*grain=*/1);
 }
 
 }  // namespace

@@ -37,10 +37,10 @@ bool MatMulInt8Activations(GgmlType t, const MatMulOptions& o = {});
 //    loaders/quants.h's contract gives DotF32(DequantizeRow(row), x_t) == DotRow(row, x_t).
 //  - packed (w.packed set: the CPU backend repacked the matrix at load, engine/cpu/repack.h;
 //    not with o.float_activations, which multiplies w.data): the tokens' rows quantized once as
-//    the packed kernel takes them (Q8A, or Q8_K for the K-quants), then each worker's whole
-//    8-row groups (even splits) against all the tokens in one call of the set's packed kernel
-//    (loaders/quants_packed.h, quants_packed_k.h): y[t][r] is bit for bit the format's integer
-//    row dot, as on the 8-bit path.
+//    the packed kernel takes them (Q8A, or Q8_K for the K-quants), then ranges of whole 8-row
+//    groups, taken by the workers as chunks (below), each against all the tokens in one call
+//    of the set's packed kernel (loaders/quants_packed.h, quants_packed_k.h): y[t][r] is bit
+//    for bit the format's integer row dot, as on the 8-bit path.
 // Batch-invariant by construction either way: a token's row is quantized on its own and its
 // dots do not depend on the other tokens, so a sequence's logits do not depend on which other
 // sequences share its step, on how its prompt was chunked, or on whether it was recomputed
@@ -66,13 +66,14 @@ struct MatMulTarget {
 
 // Y_j = X W_j^T for up to 4 matrices that take the same input (a layer's Q, K and V; its gate
 // and up), every y_j element bit for bit what MatMul(*w_j, x, n_tokens, y_j, ...) gives (the
-// same kernels on the same quantized rows), in one ParallelFor instead of one per matrix:
+// same kernels on the same quantized rows), in one pool operation instead of one per matrix:
 // the 8-bit activations are quantized once per distinct quantizer (same format family, input
-// order and width), and the matrices' row units (packed 8-row groups, 16-row tiles) are split
-// into size() ranges of equal weight bytes, so each thread streams an equal share of the
-// combined weights. Falls back to one MatMul per matrix (the same floats) when a matrix is on
-// the float path, the widths differ, or the quantized sets do not fit kMatMulInput. Workspace
-// errors as MatMul's, checked for every matrix before any y is written.
+// order and width), and the matrices' row units (packed 8-row groups, 16-row tiles) are cut
+// into 8 ranges of equal weight bytes per thread, which the threads take from a shared counter
+// (a thread the machine slows down takes fewer; MatMul of one matrix does the same). Falls back to
+// one MatMul per matrix (the same floats) when a matrix is on the float path, the widths differ, or
+// the quantized sets do not fit kMatMulInput. Workspace errors as MatMul's, checked for every
+// matrix before any y is written.
 absl::Status MatMulSameInput(std::span<const MatMulTarget> targets, const float* x, int n_tokens,
                              ThreadPool& pool, const CpuWorkspace& ws, const MatMulOptions& o = {});
 
