@@ -112,15 +112,18 @@ class HttpClient {
   boost::beast::flat_buffer buffer_;
 };
 
-// The sample of the metric `name` (a full name: "pagedinfer_requests_running") on the server's
-// /metrics page at port, or -1 when the page or the sample line is absent (# HELP and # TYPE
-// lines name it too, never at a line start followed by a space).
+// The sample of the metric `name` (a full name: "pagedinfer_requests_running") on a /metrics
+// page, or -1 when the sample line is absent (# HELP and # TYPE lines name it too, never at a
+// line start followed by a space).
+inline double MetricIn(const std::string& page, const std::string& name) {
+  const std::string key = "\n" + name + " ";
+  const size_t at = page.find(key);
+  return at == std::string::npos ? -1 : std::strtod(page.c_str() + at + key.size(), nullptr);
+}
+// MetricIn of the server's /metrics page at port; -1 when the page does not come.
 inline double MetricOf(int port, const std::string& name) {
   const HttpReply res = HttpClient(port).Get("/metrics");
-  if (res.status != 200) return -1;
-  const std::string key = "\n" + name + " ";
-  const size_t at = res.body.find(key);
-  return at == std::string::npos ? -1 : std::strtod(res.body.c_str() + at + key.size(), nullptr);
+  return res.status == 200 ? MetricIn(res.body, name) : -1;
 }
 
 // A blocking TCP connection to ip:port, optionally from a chosen local address (any of

@@ -56,10 +56,11 @@ std::string Binary() {
 // which of the 40 requests the server reads first is up to its threads, and under load the
 // first connection's request can queue behind 8 s of the others' tokens.
 bool WaitUnderWay(int port, int accepted) {
-  using pinfer::testing::MetricOf;
+  using pinfer::testing::MetricIn;
   for (int i = 0; i < 1500; ++i) {
-    if (MetricOf(port, "pagedinfer_requests_accepted_total") == accepted &&
-        MetricOf(port, "pagedinfer_generation_tokens_total") > 0) {
+    const std::string page = pinfer::testing::HttpClient(port).Get("/metrics").body;
+    if (MetricIn(page, "pagedinfer_requests_accepted_total") == accepted &&
+        MetricIn(page, "pagedinfer_generation_tokens_total") > 0) {
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
