@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/quantized_weights.h"
+#include "bench/rates.h"
 #include "benchmark/benchmark.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
@@ -31,14 +32,8 @@ using bench::ActRowBytes;
 using bench::kCols;
 using bench::kRows;
 using bench::Matrix;
+using bench::SetWeightRates;
 using bench::WeightsOf;
-
-void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
-  state.counters["op/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(kRows * kCols * n_tok) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-}
 
 void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
@@ -51,7 +46,7 @@ void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_tok) {
@@ -65,7 +60,7 @@ void BM_TileGemm(benchmark::State& state, quants::TileDotFn tile, GgmlType t, in
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 [[maybe_unused]] const bool kRegistered = [] {

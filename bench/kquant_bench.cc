@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/quantized_weights.h"
+#include "bench/rates.h"
 #include "benchmark/benchmark.h"
 #include "engine/memory/cpu_workspace_layout.h"
 #include "loaders/quants.h"
@@ -29,6 +30,7 @@ using quants::KQuantKernels;
 using bench::kCols;
 using bench::kRows;
 using bench::Matrix;
+using bench::SetWeightRates;
 using bench::WeightsOf;
 
 std::vector<float> Inputs(int n_tok) {
@@ -37,13 +39,6 @@ std::vector<float> Inputs(int n_tok) {
   std::vector<float> x(kCols * n_tok);
   for (float& v : x) v = gauss(rng);
   return x;
-}
-
-void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
-  state.counters["op/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(kRows * kCols * n_tok) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
 void BM_FloatDot(benchmark::State& state, GgmlType t, int n_tok) {
@@ -74,7 +69,7 @@ void BM_FloatDot(benchmark::State& state, GgmlType t, int n_tok) {
       benchmark::ClobberMemory();
     }
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 void BM_Int8Dot(benchmark::State& state, const KQuantKernels* k, GgmlType t, int n_tok) {
@@ -95,7 +90,7 @@ void BM_Int8Dot(benchmark::State& state, const KQuantKernels* k, GgmlType t, int
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 void BM_QuantizeQ8K(benchmark::State& state, const KQuantKernels* k) {

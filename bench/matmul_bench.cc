@@ -4,7 +4,7 @@
 // (PAGEDINFER_KERNELS). The formats with integer kernels run twice: 8-bit activations (the
 // default) and the float path (/float: MatMulOptions::float_activations, what MatMul did
 // before). Bytes processed are weight bytes, so the rate reads as GB/s of weights streamed;
-// items are multiply-adds.
+// items are multiply-adds; op/s counts a multiply and an add per weight and token (rates.h).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/rates.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/thread_pool.h"
 #include "loaders/quants.h"
@@ -78,6 +79,7 @@ void BM_MatMul(benchmark::State& state, GgmlType t, bool float_activations) {
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(m.w.bytes()));
   state.SetItemsProcessed(state.iterations() * n_tokens * kDim * kDim);
+  bench::SetOpRate(state, n_tokens * kDim * kDim);
   state.counters["threads"] = pool.size();
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n_tokens),
                                                   benchmark::Counter::kIsIterationInvariantRate);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/quantized_weights.h"
+#include "bench/rates.h"
 #include "benchmark/benchmark.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
@@ -24,6 +25,7 @@ namespace {
 using bench::kCols;
 using bench::kRows;
 using bench::Matrix;
+using bench::SetWeightRates;
 using bench::WeightsOf;
 
 // The matrix packed, or (copies > 1) copies of it one below the other: 8 copies (75 MB of Q4_0,
@@ -44,13 +46,6 @@ const std::vector<uint8_t>& PackedOf(GgmlType t, int copies) {
   return cache.back().second;
 }
 
-void Rates(benchmark::State& state, int64_t weight_bytes, int64_t rows, int n_tok) {
-  state.SetBytesProcessed(state.iterations() * weight_bytes);
-  state.counters["op/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(rows * kCols * n_tok) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-}
-
 void BM_PackedGemm(benchmark::State& state, quants::PackedDotFn dot, GgmlType t, int n_tok,
                    int copies) {
   const std::vector<uint8_t>& w = PackedOf(t, copies);
@@ -62,7 +57,7 @@ void BM_PackedGemm(benchmark::State& state, quants::PackedDotFn dot, GgmlType t,
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, static_cast<int64_t>(w.size()), rows, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.size()), rows * kCols * n_tok);
 }
 
 void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
@@ -76,7 +71,7 @@ void BM_RowGemm(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, static_cast<int64_t>(w.data.size()), kRows, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 [[maybe_unused]] const bool kRegistered = [] {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/quantized_weights.h"
+#include "bench/rates.h"
 #include "benchmark/benchmark.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
@@ -29,14 +30,8 @@ namespace {
 using bench::kCols;
 using bench::kRows;
 using bench::Matrix;
+using bench::SetWeightRates;
 using bench::WeightsOf;
-
-void Rates(benchmark::State& state, const Matrix& w, int n_tok) {
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
-  state.counters["op/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(kRows * kCols * n_tok) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-}
 
 void BM_Row(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok) {
   const Matrix& w = WeightsOf(t);
@@ -49,7 +44,7 @@ void BM_Row(benchmark::State& state, quants::RowDotFn dot, GgmlType t, int n_tok
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 void BM_Tile(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_tok) {
@@ -63,7 +58,7 @@ void BM_Tile(benchmark::State& state, quants::TileDotFn tile, GgmlType t, int n_
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 // copies > 1: that many copies of the packed matrix, one per pass in turn, so the weights come
@@ -87,7 +82,7 @@ void BM_Packed(benchmark::State& state, quants::PackedDotFn dot, GgmlType t, int
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  Rates(state, w, n_tok);
+  SetWeightRates(state, static_cast<int64_t>(w.data.size()), kRows * kCols * n_tok);
 }
 
 [[maybe_unused]] const bool kRegistered = [] {

@@ -3,12 +3,14 @@
 // DequantizeRow throughput, with the process's kernel set (PAGEDINFER_KERNELS). Then the
 // integer row dots of quants_q8a.h, per kernel set this CPU runs and per token count (1: decode;
 // 4, 16: a batch sharing each decoded weight block). One thread. Bytes processed are weight
-// bytes, so the rate reads as GB/s of weights; items are multiply-adds (items/s: MAC/s).
+// bytes, so the rate reads as GB/s of weights; items are multiply-adds (items/s: MAC/s), and
+// op/s counts a multiply and an add per weight and token (bench/rates.h).
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "bench/quantized_weights.h"
+#include "bench/rates.h"
 #include "benchmark/benchmark.h"
 #include "loaders/kernel_set.h"
 #include "loaders/quants.h"
@@ -36,6 +38,7 @@ void BM_DotRow(benchmark::State& state, GgmlType t) {
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
   state.SetItemsProcessed(state.iterations() * kRows * kCols);
+  bench::SetOpRate(state, kRows * kCols);
 }
 
 void BM_DequantizeRow(benchmark::State& state, GgmlType t) {
@@ -97,6 +100,7 @@ void BM_Q8ARowDot(benchmark::State& state, GgmlType t, KernelSet set) {
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.data.size()));
   state.SetItemsProcessed(state.iterations() * n_tok * kRows * kCols);
+  bench::SetOpRate(state, n_tok * kRows * kCols);
 }
 
 // The activation quantizer: GB/s of float activations read.

@@ -12,7 +12,8 @@
 # env:   BUILD_DIR (build), REQUESTS (100), KV_SEQS (8: the KV budget in max_model_len-4096
 #        sequences), KV_MODEL (stories260K.gguf from $PAGEDINFER_MODELS or ../shared/models,
 #        else the synthetic tiny model), THREADS (nproc), SEVEN_B (0), LLAMA_BENCH (unset),
-#        MIN_TIME (0.05)
+#        MIN_TIME (0.05); with SEVEN_B=1 also SYNTH_DIR (where the 7B/8B files are; default
+#        the cache), IK_LLAMA_BENCH and the other variables scripts/cpu_vs_llama.sh reads
 # About 10 minutes on 2 cores (hours more with SEVEN_B=1 and every file); every timing depends
 # on what else the machine is doing.
 set -euo pipefail
@@ -32,7 +33,11 @@ grep -qF "$README_BEGIN" README.md && grep -qF "$README_END" README.md ||
   { echo "error: README.md lacks the $README_BEGIN / $README_END markers" >&2; exit 1; }
 [[ -z "${LLAMA_BENCH:-}" || -x "${LLAMA_BENCH:-}" ]] ||
   { echo "error: LLAMA_BENCH=$LLAMA_BENCH is not an executable llama-bench" >&2; exit 1; }
-for t in pagedinfer quants_bench kvcache_bench matmul_bench tokenizer_bench; do
+# The micro-benchmarks, kernels first: per weight format and kernel set, the float path
+# ("before") beside the integer kernels ("after"), row-at-a-time and packed, decode and prefill.
+MICRO=(quants_bench kquant_bench packed_bench packed_kquant_bench gemm_bench matmul_bench
+       kvcache_bench tokenizer_bench)
+for t in pagedinfer "${MICRO[@]}"; do
   [[ -x "$BUILD_DIR/bench/$t" || -x "$BUILD_DIR/$t" ]] ||
     { echo "error: $t is not built in $BUILD_DIR (ninja -C $BUILD_DIR pagedinfer $t)" >&2; exit 1; }
 done
@@ -139,7 +144,8 @@ cmdline pagedinfer bench -m "$(basename "$tiny")" -p 128 -n 64 -r 3 -t "$THREADS
 if [[ "$SEVEN_B" == 1 ]]; then
   # pagedinfer and llama-bench on the synthetic llama2-7b and llama3-8b files (MODELS or FILES
   # pick a subset): the script writes docs/cpu-vs-llama.md and its own README section.
-  BUILD_DIR="$BUILD_DIR" THREADS="$THREADS" LLAMA_BENCH="${LLAMA_BENCH:-}" SYNTH_DIR="$CACHE" \
+  BUILD_DIR="$BUILD_DIR" THREADS="$THREADS" LLAMA_BENCH="${LLAMA_BENCH:-}" \
+    SYNTH_DIR="${SYNTH_DIR:-$CACHE}" \
     scripts/cpu_vs_llama.sh >&2
   section "CPU speed against llama.cpp (scripts/cpu_vs_llama.sh)"
   echo "pp, tg and tg at a context depth on synthetic 7B/8B files, pagedinfer and llama-bench back to back: [cpu-vs-llama.md](cpu-vs-llama.md)." >>"$OUT"
@@ -147,14 +153,23 @@ if [[ "$SEVEN_B" == 1 ]]; then
 fi
 
 section "Micro-benchmarks (Google Benchmark)"
-echo "Each run with --benchmark_min_time=$MIN_TIME; GB/s is bytes processed per second as each benchmark defines it (weight bytes for quants and MatMul, K+V bytes read for attention)." >>"$OUT"
-for b in quants_bench matmul_bench kvcache_bench tokenizer_bench; do
+cat >>"$OUT" <<TXT
+Each run with --benchmark_min_time=$MIN_TIME, one thread unless the name says otherwise (matmul_bench
+uses every hardware thread). GB/s is bytes processed per second as each benchmark defines it
+(weight bytes for the kernels and MatMul: the decode figure; K+V bytes read for attention);
+GOP/s counts a multiply and an add per weight and token (the prefill figure). Each program's
+header comment says what its names mean; "float" and "Float" rows are the path the integer
+kernels replaced. A kernel set this CPU cannot run is listed as skipped.
+TXT
+for b in "${MICRO[@]}"; do
   exe="$BUILD_DIR/bench/$b"; [[ -x "$exe" ]] || exe="$BUILD_DIR/$b"
   printf '\n### %s\n\n' "$b" >>"$OUT"
   "$exe" --benchmark_min_time="$MIN_TIME" --benchmark_format=json >"$tmp/$b.json" 2>"$tmp/$b.err" || true
   jq -r '
-    "| benchmark | label | time | GB/s | items/s |", "|---|---|---:|---:|---:|",
-    (.benchmarks[] | "| \(.name) | \(.label // "") | \((.real_time * 1000 | round) / 1000) \(.time_unit) | \(if .bytes_per_second then ((.bytes_per_second / 1e6 | round) / 1000 | tostring) else "" end) | \(if .items_per_second then ((.items_per_second / 1e4 | round) / 100 | tostring) + " M" else "" end) |")
+    def r3: (. * 1000 | round) / 1000 | tostring;
+    "| benchmark | label | time | GB/s | GOP/s | items/s |", "|---|---|---:|---:|---:|---:|",
+    (.benchmarks[] | if .error_occurred then "| \(.name) | skipped: \(.error_message) | | | | |" else
+      "| \(.name) | \(.label // "") | \(.real_time | r3) \(.time_unit) | \(if .bytes_per_second then (.bytes_per_second / 1e9 | r3) else "" end) | \(if ."op/s" then (."op/s" / 1e9 | r3) else "" end) | \(if .items_per_second then ((.items_per_second / 1e4 | round) / 100 | tostring) + " M" else "" end) |" end)
   ' "$tmp/$b.json" >>"$OUT" 2>/dev/null || echo "(no results: $(head -c 300 "$tmp/$b.err"))" >>"$OUT"
 done
 echo "wrote $OUT" >&2
