@@ -69,10 +69,9 @@ inline __m256i BcastSum(const BlockQ8A& a) {
 // adding any and spills them to the stack (packed_bench Q4_0 4096 x 4096 x 64 tokens, 4-token
 // tiles: 203 M instructions per pass unpinned, 166 M pinned).
 
-// The exact int32 block sums of 8 rows (lanes) against NT tokens, and their float step.
-// Prefetch: block b's step also prefetches the block `offset` bytes past block b of `base`
-// when it ends within `limit` bytes of base (base null: none). Offsets, not pointers, so that
-// no pointer past the weights is ever formed.
+// A software prefetch issued alongside a group's pass: block b's step prefetches the block
+// `offset` bytes past block b of `base` when it ends within `limit` bytes of base (base null:
+// none). Offsets, not pointers, so that no pointer past the weights is ever formed.
 struct Prefetch {
   const char* base = nullptr;
   int64_t offset = 0;
@@ -80,6 +79,8 @@ struct Prefetch {
   bool l1 = false;  // into L1 (decode: read soon); else L2 (prefill: the next group)
 };
 
+// The exact int32 block sums of 8 rows (lanes) against NT tokens, and their float step; block
+// b's step also issues pf's prefetch for block b.
 template <GgmlType T, typename Block, int NT>
 inline void GroupTile(const Block* g, int64_t nb, const BlockQ8A* const* a, Prefetch pf,
                       __m256* acc) {
@@ -242,11 +243,12 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
     for (int64_t g = 0; g < groups; ++g) {
       const int rows = static_cast<int>(std::min<int64_t>(kPackRows, n_rows - g * kPackRows));
       float* yg = y + g * kPackRows;
+      const Block* wg = gw + g * nb;
       // The first tile prefetches: when this group takes several passes (prefill), the next
       // group, spread over its blocks, so that DRAM stream overlaps this group's other tiles;
       // when one pass (decode), kAheadBlocks ahead of the block it reads, on into the next
       // groups of the call.
-      const auto* gc = reinterpret_cast<const char*>(gw + g * nb);
+      const auto* gc = reinterpret_cast<const char*>(wg);
       const int64_t group_bytes = nb * static_cast<int64_t>(sizeof(Block));
       const Prefetch next =
           t1 - t0 > kTokTile
@@ -255,13 +257,12 @@ void PackedDot(const void* w, int64_t n_rows, const void* acts, int64_t act_row_
                          (groups - g) * group_bytes, true};
       int t = t0;
       for (; t + kTokTile <= t1; t += kTokTile) {
-        Tile<T, Block, kTokTile>(gw + g * nb, nb, rows, ab + t * act_row_bytes, act_row_bytes,
+        Tile<T, Block, kTokTile>(wg, nb, rows, ab + t * act_row_bytes, act_row_bytes,
                                  t == t0 ? next : Prefetch{}, yg + t * y_row_stride, y_row_stride);
       }
       const int left = t1 - t;
       const uint8_t* at = ab + t * act_row_bytes;
       float* yt = yg + t * y_row_stride;
-      const Block* wg = gw + g * nb;
       if (left > 0) {
         LeftTile<T, Block>(left, wg, nb, rows, at, act_row_bytes, t == t0 ? next : Prefetch{}, yt,
                            y_row_stride, std::make_integer_sequence<int, kTokTile - 1>());
